@@ -1,0 +1,142 @@
+import {
+  duration,
+  httpUrl,
+  integerIn,
+  type ListenAddress,
+  listenAddress,
+  nonEmpty,
+  positiveNumber,
+  stateDirectory,
+} from "./parsers.js";
+
+/**
+ * One setting: where it comes from, how it is read, what `--help` says about it.
+ * `flag` is absent for secrets on purpose: a token on a command line is visible to every user of
+ * the machine through `ps`, so tokens come from the environment only.
+ */
+export interface Setting<T> {
+  /** Environment variable that sets it, if any. */
+  readonly env?: string;
+  /** Command-line flag (commander syntax, e.g. `--github-sync-rate <n>`), if any. */
+  readonly flag?: string;
+  /** One line for `--help`. */
+  readonly help: string;
+  /** The default as text (parsed like any other value); undefined means "not set". */
+  readonly default?: string;
+  /** Reads the raw text; throws an Error saying what was expected. */
+  readonly parse: (raw: string) => T;
+}
+
+function setting<T>(s: Setting<T>): Setting<T> {
+  return s;
+}
+
+/**
+ * Every setting reposync reads. Flags win over the environment, the environment over defaults.
+ * The commands pick the flags they offer from here, so names and help text live in one place.
+ */
+export const SETTINGS = {
+  /** Where reposync keeps its state (the default SQLite file, the package cache). */
+  dataDir: setting({
+    env: "STATE_DIRECTORY",
+    flag: "--data-dir <dir>",
+    help: "directory for the SQLite database and cached packages ($STATE_DIRECTORY, else ./.reposync)",
+    default: "./.reposync",
+    parse: stateDirectory,
+  }),
+  /** `postgres://…` for a shared database, or a SQLite file path; default `<data-dir>/reposync.db`. */
+  database: setting({
+    env: "REPOSYNC_DATABASE",
+    flag: "--database <url>",
+    help: "postgres://user@host/db, or a SQLite file path (default: reposync.db in --data-dir)",
+    parse: nonEmpty,
+  }),
+  /** Address the HTTP server binds. */
+  listen: setting<ListenAddress>({
+    env: "REPOSYNC_LISTEN",
+    flag: "--listen <host:port>",
+    help: "address the HTTP server listens on",
+    default: "127.0.0.1:8080",
+    parse: listenAddress,
+  }),
+  /** Bearer token for the admin API; the API is off without it. */
+  adminToken: setting({
+    env: "REPOSYNC_ADMIN_TOKEN",
+    help: "bearer token that enables the admin API under /api/ (off when unset)",
+    parse: nonEmpty,
+  }),
+  /** Default GitHub token for remotes without their own --token-env. */
+  githubToken: setting({
+    env: "GITHUB_TOKEN",
+    help: "GitHub token used by remotes that name no --token-env of their own",
+    parse: nonEmpty,
+  }),
+  /** Default GitHub API base URL (GitHub Enterprise: https://HOST/api/v3). */
+  githubApiUrl: setting({
+    env: "GITHUB_API_URL",
+    flag: "--github-api-url <url>",
+    help: "GitHub API base URL for remotes without their own --api-url",
+    default: "https://api.github.com",
+    parse: httpUrl,
+  }),
+  /** Requests per second to GitHub, API and downloads together, for the whole process. */
+  githubSyncRate: setting({
+    env: "GITHUB_SYNC_RATE",
+    flag: "--github-sync-rate <n>",
+    help: "GitHub requests per second, for the whole process",
+    default: "1",
+    parse: positiveNumber,
+  }),
+  /** How many requests may go at once after a quiet spell. */
+  githubSyncBurst: setting({
+    env: "GITHUB_SYNC_BURST",
+    flag: "--github-sync-burst <n>",
+    help: "GitHub requests allowed in a burst above the rate",
+    default: "5",
+    parse: integerIn(1, 1000),
+  }),
+  /** How many remotes sync at once in this process. */
+  githubSyncWorkers: setting({
+    env: "GITHUB_SYNC_WORKERS",
+    flag: "--github-sync-workers <n>",
+    help: "remotes synced at the same time by this process",
+    default: "3",
+    parse: integerIn(1, 64),
+  }),
+  /** How often the scheduler looks for remotes whose interval has passed (milliseconds). */
+  githubSyncPollInterval: setting({
+    env: "GITHUB_SYNC_POLL_INTERVAL",
+    flag: "--github-sync-poll-interval <duration>",
+    help: "how often to look for remotes that are due (e.g. 60s)",
+    default: "60s",
+    parse: duration,
+  }),
+  /** How long a request for a remote without repodata waits for its first sync (milliseconds). */
+  coldWait: setting({
+    env: "REPOSYNC_COLD_WAIT",
+    flag: "--cold-wait <duration>",
+    help: "how long a request for a not yet synced remote waits before a 503 (e.g. 10s)",
+    default: "10s",
+    parse: duration,
+  }),
+} as const;
+
+/** The name of a setting. */
+export type SettingKey = keyof typeof SETTINGS;
+
+type ValueOf<S> = S extends Setting<infer T> ? T : never;
+type Defaulted<S> = S extends { readonly default: string } ? true : false;
+
+/** The loaded configuration: every setting with a default is present, the others may be absent. */
+export type Config = {
+  readonly [K in SettingKey as Defaulted<(typeof SETTINGS)[K]> extends true ? K : never]: ValueOf<
+    (typeof SETTINGS)[K]
+  >;
+} & {
+  readonly [K in SettingKey as Defaulted<(typeof SETTINGS)[K]> extends true ? never : K]?: ValueOf<
+    (typeof SETTINGS)[K]
+  >;
+} & {
+  /** Always resolved: an explicit --database/REPOSYNC_DATABASE or `<dataDir>/reposync.db`. */
+  readonly database: string;
+};
