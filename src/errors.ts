@@ -10,6 +10,8 @@ export type ErrorCode =
   | "RPM_LIMIT"
   | "RPM_MISSING_TAG"
   | "RPM_SIZE_MISMATCH"
+  // A readable package that repodata cannot carry (createrepo_c refuses it too).
+  | "RPM_FORBIDDEN_TEXT"
   // Configuration and user input.
   | "CONFIG_INVALID"
   | "USAGE"
