@@ -16,9 +16,12 @@ import { isUtf8 } from "node:buffer";
  * Validity is judged per string (as createrepo_c does), with Node's native UTF-8 validator, which
  * like GLib's rejects overlong forms, surrogates and code points past U+10FFFF.
  */
-export function decodeHeaderText(bytes: Buffer): string {
-  if (isUtf8(bytes)) return bytes.toString("utf8");
-  return latin1WithoutC1(bytes);
+export function decodeHeaderText(bytes: Buffer, start = 0, end = bytes.length): string {
+  // Decoding first is the fast path: Node's decoder turns every invalid sequence into U+FFFD,
+  // so only a string containing one needs the (rarer) validity check.
+  const text = bytes.toString("utf8", start, end);
+  if (!text.includes("\uFFFD") || isUtf8(bytes.subarray(start, end))) return text;
+  return latin1WithoutC1(bytes.subarray(start, end));
 }
 
 function latin1WithoutC1(bytes: Buffer): string {

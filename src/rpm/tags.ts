@@ -74,8 +74,9 @@ export const TAG = {
   PAYLOADSIZEALT: 5113,
 } as const;
 
-/** Region markers (HEADERSIGNATURES 62, HEADERIMMUTABLE 63): bookkeeping, never metadata. */
-export const REGION_TAGS: ReadonlySet<number> = new Set([62, 63]);
+/** Region markers (HEADERSIGNATURES, HEADERIMMUTABLE): bookkeeping, never metadata. */
+export const REGION_SIGNATURES = 62;
+export const REGION_IMMUTABLE = 63;
 
 const MAIN_NAMES = new Map<number, string>(Object.entries(TAG).map(([k, v]) => [v, k]));
 const SIG_NAMES = new Map<number, string>(Object.entries(SIG_TAG).map(([k, v]) => [v, k]));
