@@ -1,4 +1,4 @@
-import { nowMs, type Queryable, sql } from "./port.js";
+import { type Dialect, nowMs, type Queryable, type Statement, sql } from "./port.js";
 
 /**
  * Fetch lease timing, for package cache misses shared by replicas on one Postgres database.
@@ -13,33 +13,41 @@ export const FETCH_LEASE_RENEW_MS = 10_000;
 export const FETCH_LEASE_RECLAIM_AFTER_MS = 60_000;
 
 /**
- * Takes the lease on `key` for `owner`; resolves true when this caller now holds it. One
+ * The statement that takes the lease on `key` for `owner`, returning a row when it did. One
  * statement: a missing row is inserted; an existing row is taken over only when it expired or its
  * holder marked it failed. Concurrent acquirers of one key are serialised on the row (the insert
  * of one makes the others take the conflict path and re-check the WHERE against its committed
  * row), so exactly one of them gets a row back. Call it after re-checking the cache, so a fetch
  * that completed a moment ago is not repeated.
  */
+export function acquireFetchLeaseStatement(
+  dialect: Dialect,
+  key: string,
+  owner: string,
+  leaseMs = FETCH_LEASE_MS,
+): Statement {
+  const now = nowMs(dialect);
+  return sql(
+    `insert into fetch_leases as l (key, owner, expires_at, failed)
+     values ($1, $2, ${now} + $3, false)
+     on conflict (key) do update
+       set owner = excluded.owner, expires_at = excluded.expires_at, failed = false
+       where l.expires_at <= ${now} or l.failed
+     returning owner`,
+    key,
+    owner,
+    leaseMs,
+  );
+}
+
+/** Runs acquireFetchLeaseStatement; resolves true when `owner` now holds the lease on `key`. */
 export async function acquireFetchLease(
   db: Queryable,
   key: string,
   owner: string,
   leaseMs = FETCH_LEASE_MS,
 ): Promise<boolean> {
-  const now = nowMs(db.dialect);
-  const rows = await db.query(
-    sql(
-      `insert into fetch_leases as l (key, owner, expires_at, failed)
-       values ($1, $2, ${now} + $3, false)
-       on conflict (key) do update
-         set owner = excluded.owner, expires_at = excluded.expires_at, failed = false
-         where l.expires_at <= ${now} or l.failed
-       returning owner`,
-      key,
-      owner,
-      leaseMs,
-    ),
-  );
+  const rows = await db.query(acquireFetchLeaseStatement(db.dialect, key, owner, leaseMs));
   return rows.length > 0;
 }
 

@@ -15,7 +15,7 @@ const BUSY_TIMEOUT_MS = 5_000;
 const FILE_ERRORS = /^SQLITE_(CANTOPEN|NOTADB|CORRUPT|IOERR|PERM|READONLY|AUTH)/;
 
 /** Rewrites `$n` placeholders into `?` and orders the values to match (values may repeat). */
-function rewrite(text: string): { text: string; order: number[] } {
+export function rewrite(text: string): { text: string; order: number[] } {
   const order: number[] = [];
   const out = text.replace(/\$(\d+)/g, (_m, n: string) => {
     order.push(Number(n) - 1);
@@ -24,7 +24,8 @@ function rewrite(text: string): { text: string; order: number[] } {
   return { text: out, order };
 }
 
-function bindable(v: SqlValue | undefined): unknown {
+/** A value as better-sqlite3 binds it: booleans as 0/1, byte arrays as Buffers. */
+export function bindable(v: SqlValue | undefined): unknown {
   if (typeof v === "boolean") return v ? 1 : 0;
   if (v instanceof Uint8Array && !Buffer.isBuffer(v)) {
     return Buffer.from(v.buffer, v.byteOffset, v.byteLength);

@@ -1,4 +1,4 @@
-import { nowMs, type Queryable, sql } from "./port.js";
+import { type Dialect, nowMs, type Queryable, type Statement, sql } from "./port.js";
 
 /**
  * How long a sync lease lasts, and how often its holder renews it. A scan of a large repository
@@ -42,8 +42,7 @@ interface ClaimRow {
 }
 
 /**
- * Claims the sync lease of a remote in one atomic statement; resolves to the claim, or undefined
- * when the remote is not due, another owner holds a live lease, or the remote does not exist.
+ * The statement that claims the sync lease of a remote, atomically.
  *
  * Why one upsert: the first claim of a remote inserts its row; later claims update it only when
  * the WHERE holds. Two replicas racing on the same row are serialised by the row lock (Postgres
@@ -52,32 +51,38 @@ interface ClaimRow {
  * see the winner's fresh lease and get no row back. The gate `last_synced_at <= now - interval`
  * makes the periodic claims of N replicas cost one scan per interval in total: a replica that
  * ticks 1 s after the winner released finds the remote fresh. A prime passes 0 as the interval.
- * The same text runs on both databases; only the clock expression differs.
+ * The same text runs on both databases; only the clock expression differs. RETURNING names
+ * columns unqualified because SQLite refuses the table alias there; on both they mean the target.
+ */
+export function claimSyncLeaseStatement(dialect: Dialect, c: ClaimSyncLease): Statement {
+  const now = nowMs(dialect);
+  return sql(
+    `insert into github_rpm_sync_state as s (remote_name, sync_lease_owner, sync_lease_expires)
+     select r.name, $2, ${now} + $3 from remotes r where r.name = $1
+     on conflict (remote_name) do update
+       set sync_lease_owner = excluded.sync_lease_owner,
+           sync_lease_expires = excluded.sync_lease_expires
+       where (s.sync_lease_expires is null or s.sync_lease_expires <= ${now})
+         and (s.last_synced_at is null
+              or s.last_synced_at <= ${now} - coalesce($4,
+                   (select interval_ms from remotes where name = s.remote_name)))
+     returning etags, last_synced_at, sync_lease_expires`,
+    c.remote,
+    c.owner,
+    c.leaseMs ?? SYNC_LEASE_MS,
+    c.prime === true ? 0 : null,
+  );
+}
+
+/**
+ * Runs claimSyncLeaseStatement; resolves to the claim, or undefined when the remote is not due,
+ * another owner holds a live lease, or the remote does not exist.
  */
 export async function claimSyncLease(
   db: Queryable,
   c: ClaimSyncLease,
 ): Promise<SyncClaim | undefined> {
-  const now = nowMs(db.dialect);
-  const rows = await db.query<ClaimRow>(
-    sql(
-      `insert into github_rpm_sync_state as s (remote_name, sync_lease_owner, sync_lease_expires)
-       select r.name, $2, ${now} + $3 from remotes r where r.name = $1
-       on conflict (remote_name) do update
-         set sync_lease_owner = excluded.sync_lease_owner,
-             sync_lease_expires = excluded.sync_lease_expires
-         where (s.sync_lease_expires is null or s.sync_lease_expires <= ${now})
-           and (s.last_synced_at is null
-                or s.last_synced_at <= ${now} - coalesce($4,
-                     (select interval_ms from remotes where name = s.remote_name)))
-       -- SQLite refuses the table alias in RETURNING; unqualified names mean the target table on both.
-       returning etags, last_synced_at, sync_lease_expires`,
-      c.remote,
-      c.owner,
-      c.leaseMs ?? SYNC_LEASE_MS,
-      c.prime === true ? 0 : null,
-    ),
-  );
+  const rows = await db.query<ClaimRow>(claimSyncLeaseStatement(db.dialect, c));
   const row = rows[0];
   if (row === undefined) return undefined;
   return {
