@@ -133,8 +133,9 @@ function readChangelog(main: HeaderBlob): ChangelogEntry[] {
 
 /**
  * The file's size. The signature's SIZE counts header + payload, so the file is hstart + SIZE
- * (LONGSIZE past 4 GiB). rpm 6 ("v6") packages drop the signature size tags and record the
- * payload's size in the main header instead, after which the file ends.
+ * (LONGSIZE past 4 GiB). rpm 6 ("v6") packages allow no signature tags above 999 and record the
+ * compressed payload's size in the main header (PAYLOADSIZE 5112; PAYLOADSIZEALT 5113 is the
+ * uncompressed one), and the payload runs from hend to the end of the file.
  */
 function fileSizeOf(sig: HeaderBlob, main: HeaderBlob, layout: HeaderLayout): number {
   const sigSize = sig.number(SIG_TAG.LONGSIZE) ?? sig.number(SIG_TAG.SIZE);

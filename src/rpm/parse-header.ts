@@ -129,7 +129,9 @@ function checkLead(buf: Buffer): void {
       throw new ReposyncError("RPM_BAD_LEAD", "not an RPM file: bad lead magic");
     }
   }
-  // rpm 4 writes major 3; 4 is accepted for rpm 6's "v6" format (rpm reads 3 and 4).
+  // rpm 4 writes major 3. rpm 6's v6 format writes 4 "for backwards compatibility" (its format
+  // document). The corpus's empty-signed-v6-multiple has 3: "v6" there means OpenPGP v6
+  // signatures on a v4 package, not the v6 package format.
   const major = buf[4];
   if (major !== undefined && major !== 3 && major !== 4) {
     throw new ReposyncError("RPM_BAD_LEAD", `unsupported lead version ${major}`);

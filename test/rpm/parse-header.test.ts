@@ -251,6 +251,7 @@ describe("the package model", () => {
       main: [...basicMain(), i64(5112, [123]), i64(5113, [456])],
       payload: 123,
       sizeInSignature: false,
+      lead: { major: 4 },
     });
     const pkg = parse(rpm.bytes, { fileSize: rpm.bytes.length });
     expect(pkg.fileSize).toBe(rpm.headerEnd + 123);

@@ -96,6 +96,18 @@ describe("readRpmHeader on a normal package", () => {
     expect(result.bytesRead).toBe(headerEnd);
   });
 
+  it("copes with a reader that returns short ranges before the end of the file", async () => {
+    const bytes = archer();
+    let reads = 0;
+    const result = await readRpmHeader(async (start, end) => {
+      reads++;
+      return bytes.subarray(start, Math.min(end, start + 1000));
+    });
+    expect(result.pkg.name).toBe("Archer");
+    expect(result.reads).toBe(reads);
+    expect(reads).toBe(Math.ceil(result.pkg.headerEnd / 1000));
+  });
+
   it("fails with RPM_TRUNCATED when the file ends inside the header", async () => {
     const bytes = archer();
     const whole = parseRpmPrefix(bytes);
