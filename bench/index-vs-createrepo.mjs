@@ -92,11 +92,14 @@ function makeRepo(dir, count) {
   }
 }
 
-/** Runs a command under GNU time; returns wall seconds (measured here) and peak RSS in KiB. */
+/**
+ * Runs a command under GNU time; returns wall seconds (measured here), CPU seconds (user + system,
+ * less sensitive than wall time to other load on a shared machine) and peak RSS in KiB.
+ */
 function timed(cmd, args, workDir) {
   const rssFile = join(workDir, "time.out");
   const start = process.hrtime.bigint();
-  const res = spawnSync(GNU_TIME, ["-f", "%M", "-o", rssFile, cmd, ...args], {
+  const res = spawnSync(GNU_TIME, ["-f", "%M %U %S", "-o", rssFile, cmd, ...args], {
     encoding: "utf8",
     maxBuffer: 64 * 1024 * 1024,
   });
@@ -105,8 +108,12 @@ function timed(cmd, args, workDir) {
     throw new Error(`${cmd} ${args.join(" ")} exited ${res.status}:\n${res.stderr}${res.stdout}`);
   }
   const lines = readFileSync(rssFile, "utf8").trim().split("\n");
-  const rssKiB = Number.parseInt(lines[lines.length - 1] ?? "", 10);
-  return { seconds, rssKiB };
+  const [rss, user, sys] = (lines[lines.length - 1] ?? "").split(" ");
+  return {
+    seconds,
+    cpuSeconds: Number.parseFloat(user ?? "") + Number.parseFloat(sys ?? ""),
+    rssKiB: Number.parseInt(rss ?? "", 10),
+  };
 }
 
 /** The package count primary.xml claims, so a run that indexed nothing cannot look fast. */
@@ -166,7 +173,7 @@ function main() {
         }
         results[name].push(r);
         console.log(
-          `run ${run} ${name.padEnd(12)} ${r.seconds.toFixed(2).padStart(7)} s  peak RSS ${((r.rssKiB * 1024) / 1e6).toFixed(0).padStart(5)} MB`,
+          `run ${run} ${name.padEnd(12)} ${r.seconds.toFixed(2).padStart(7)} s  cpu ${r.cpuSeconds.toFixed(2).padStart(7)} s  peak RSS ${((r.rssKiB * 1024) / 1e6).toFixed(0).padStart(5)} MB`,
         );
       }
     }
@@ -174,15 +181,17 @@ function main() {
     const ours = median(results.reposync.map((r) => r.seconds));
     const theirs = median(results.createrepo_c.map((r) => r.seconds));
     const ratio = ours / theirs;
+    const oursCpu = median(results.reposync.map((r) => r.cpuSeconds));
+    const theirsCpu = median(results.createrepo_c.map((r) => r.cpuSeconds));
     const oursRssMB = (Math.max(...results.reposync.map((r) => r.rssKiB)) * 1024) / 1e6;
     const theirsRssMB = (Math.max(...results.createrepo_c.map((r) => r.rssKiB)) * 1024) / 1e6;
     console.log("");
     console.log(`packages            ${opts.count}`);
     console.log(
-      `reposync index      median ${ours.toFixed(2)} s, peak RSS ${oursRssMB.toFixed(0)} MB`,
+      `reposync index      median ${ours.toFixed(2)} s (cpu ${oursCpu.toFixed(2)} s), peak RSS ${oursRssMB.toFixed(0)} MB`,
     );
     console.log(
-      `createrepo_c        median ${theirs.toFixed(2)} s, peak RSS ${theirsRssMB.toFixed(0)} MB`,
+      `createrepo_c        median ${theirs.toFixed(2)} s (cpu ${theirsCpu.toFixed(2)} s), peak RSS ${theirsRssMB.toFixed(0)} MB`,
     );
     console.log(
       `ratio               ${ratio.toFixed(2)} (target <= ${RATIO_TARGET}): ${ratio <= RATIO_TARGET ? "PASS" : "FAIL"}`,
