@@ -57,13 +57,20 @@ export interface ListReleasesOptions {
   /** Pages stored by the previous listing; their ETags make this one conditional. */
   readonly storedPages?: readonly ReleasePage[];
   readonly signal?: AbortSignal;
+  /** Releases per page (100, GitHub's maximum; smaller only to exercise paging). */
+  readonly perPage?: number;
   /** Safety stop against a Link loop; GitHub lists 1000 releases at most (10 pages of 100). */
   readonly maxPages?: number;
 }
 
-/** The first page's URL: 100 per page, the most GitHub gives. */
-export function firstReleasesUrl(baseUrl: string, owner: string, repo: string): string {
-  return `${baseUrl}/repos/${encodeURIComponent(owner)}/${encodeURIComponent(repo)}/releases?per_page=100`;
+/** The first page's URL: 100 per page unless told otherwise, the most GitHub gives. */
+export function firstReleasesUrl(
+  baseUrl: string,
+  owner: string,
+  repo: string,
+  perPage = 100,
+): string {
+  return `${baseUrl}/repos/${encodeURIComponent(owner)}/${encodeURIComponent(repo)}/releases?per_page=${perPage}`;
 }
 
 /**
@@ -80,11 +87,16 @@ export async function listReleases(
   options: ListReleasesOptions,
 ): Promise<ListReleasesResult> {
   const stored = new Map((options.storedPages ?? []).map((page) => [page.url, page]));
-  const maxPages = options.maxPages ?? 20;
+  const maxPages = options.maxPages ?? Math.ceil(2000 / (options.perPage ?? 100));
   const pages: ReleasePage[] = [];
   const seen = new Set<string>();
   let notModifiedPages = 0;
-  let url: string | null = firstReleasesUrl(client.baseUrl, options.owner, options.repo);
+  let url: string | null = firstReleasesUrl(
+    client.baseUrl,
+    options.owner,
+    options.repo,
+    options.perPage,
+  );
   while (url !== null) {
     if (seen.has(url) || pages.length >= maxPages) {
       throw new ReposyncError(

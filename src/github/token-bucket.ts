@@ -134,11 +134,12 @@ export class TokenBucket {
     if (remaining === null || reset === null) return;
     const resetAt = reset * 1000;
     const previous = this.budgetsByKey.get(key);
-    // Responses arrive out of order: within one window the lowest count is the truest.
-    const sameWindow = previous !== undefined && previous.resetAt === resetAt;
+    // GitHub's count replaces our estimate (lowered by one per request sent): requests that
+    // cost nothing, such as a 304 to an authenticated conditional request, must not stay
+    // counted. Out-of-order answers of concurrent requests make it briefly high; harmless.
     this.budgetsByKey.set(key, {
       limit: intHeader(headers, "x-ratelimit-limit"),
-      remaining: sameWindow ? Math.min(previous.remaining, remaining) : remaining,
+      remaining,
       used: intHeader(headers, "x-ratelimit-used"),
       resetAt,
       resource: header(headers, "x-ratelimit-resource") ?? null,
