@@ -1,6 +1,6 @@
 import { execFileSync } from "node:child_process";
+import * as path from "node:path";
 import { fileURLToPath } from "node:url";
-import path from "node:path";
 
 /** The repository root and the shared folder beside it (docs, corpus). */
 export const REPO_ROOT = fileURLToPath(new URL("../..", import.meta.url));
@@ -27,7 +27,9 @@ export function haveTools(...names: string[]): boolean {
   const missing = names.filter((n) => !hasCommand(n));
   if (missing.length === 0) return true;
   if (IN_CI) {
-    throw new Error(`CI=true but these tools are missing: ${missing.join(", ")} (.ci/run installs them)`);
+    throw new Error(
+      `CI=true but these tools are missing: ${missing.join(", ")} (.ci/run installs them)`,
+    );
   }
   return false;
 }
