@@ -14,6 +14,7 @@ export const settle = () => new Promise<void>((resolve) => setImmediate(resolve)
  */
 export class FakeClock implements Clock {
   private sleepers: Sleeper[] = [];
+  private onSleep: (() => void)[] = [];
 
   constructor(private time = 1_700_000_000_000) {}
 
@@ -27,6 +28,7 @@ export class FakeClock implements Clock {
     return new Promise<void>((resolve, reject) => {
       const sleeper: Sleeper = { at: this.time + ms, resolve };
       this.sleepers.push(sleeper);
+      for (const wake of this.onSleep.splice(0)) wake();
       signal?.addEventListener(
         "abort",
         () => {
@@ -36,6 +38,12 @@ export class FakeClock implements Clock {
         { once: true },
       );
     });
+  }
+
+  /** Resolves when some code starts sleeping (at once if some already is). */
+  sleeping(): Promise<void> {
+    if (this.sleepers.length > 0) return Promise.resolve();
+    return new Promise((resolve) => this.onSleep.push(resolve));
   }
 
   /** How many sleeps are pending. */

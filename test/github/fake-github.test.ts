@@ -11,6 +11,7 @@ import { TokenBucket } from "../../src/github/token-bucket.js";
 import { FakeGitHub, secondaryRateLimitFault } from "../support/fake-github.js";
 import { CORPUS_DIR, haveTools } from "../support/tools.js";
 import { buildBigHeaderRpm } from "./big-header-rpm.js";
+import { FakeClock, settle } from "./fake-clock.js";
 
 /** A bucket that counts what it hands out, to check that every HTTP attempt took a token. */
 class CountingBucket extends TokenBucket {
@@ -335,5 +336,64 @@ describe.skipIf(!haveTools("rpmbuild"))("asset reads against the fake GitHub", (
     const c = client();
     const asset = await onlyCandidate(c, owner, repo);
     await expect(readAssetHeader(c, asset)).rejects.toMatchObject({ code: "RPM_SIZE_MISMATCH" });
+  });
+});
+
+describe("timeouts, aborts and the spent budget", () => {
+  it("times out a request that gets no answer, and retries it as transient", async () => {
+    const { owner, repo, releasesPath } = newRepo();
+    gh.addRelease(owner, repo, { tag: "v1", assets: [{ name: "a.rpm", content: rimmer }] });
+    const c = (maxTransientRetries: number) =>
+      createGitHubClient({
+        baseUrl: gh.apiUrl,
+        token: gh.token,
+        bucket: new TokenBucket({ rate: 10_000, burst: 10_000 }),
+        timeoutMs: 200,
+        retry: { maxTransientRetries, backoffBaseMs: 1 },
+      });
+    gh.fault({ target: "api", path: /\/releases$/, status: 0, hang: true });
+    await expect(listReleases(c(0), { owner, repo })).rejects.toMatchObject({ code: "TIMEOUT" });
+
+    gh.fault({ target: "api", path: /\/releases$/, status: 0, hang: true });
+    const before = gh.apiRequests(releasesPath);
+    const listed = await listReleases(c(1), { owner, repo });
+    expect(listed.releases).toHaveLength(1);
+    expect(gh.apiRequests(releasesPath) - before).toBe(2);
+  });
+
+  it("stops at once, without retrying, when the caller aborts", async () => {
+    const { owner, repo, releasesPath } = newRepo();
+    gh.fault({ target: "api", path: /\/releases$/, status: 0, hang: true });
+    const controller = new AbortController();
+    const listing = listReleases(client(), { owner, repo, signal: controller.signal });
+    // The fake counts the request as it arrives; abort once it is in flight.
+    while (gh.apiRequests(releasesPath) === 0) await settle();
+    controller.abort();
+    await expect(listing).rejects.toMatchObject({ code: "ABORTED" });
+    expect(gh.apiRequests(releasesPath)).toBe(1);
+  });
+
+  it("holds a credential's requests until x-ratelimit-reset once its budget is spent", async () => {
+    const { owner, repo, releasesPath } = newRepo();
+    gh.addRelease(owner, repo, { tag: "v1", assets: [{ name: "a.rpm", content: rimmer }] });
+    const clock = new FakeClock(Date.now());
+    const reset = Math.floor(Date.now() / 1000) + 120;
+    gh.rateLimit = { limit: 60, remaining: 0, reset };
+    try {
+      const bucket = new TokenBucket({ rate: 10_000, burst: 10_000, clock });
+      const c = client({ bucket });
+      const listing = listReleases(c, { owner, repo });
+      // The 403 taught the bucket that nothing is left until the reset: the retry waits there.
+      await clock.sleeping();
+      expect(gh.apiRequests(releasesPath)).toBe(1);
+      expect(c.bucket.budget(c.budgetKey)).toMatchObject({ remaining: 0, resetAt: reset * 1000 });
+      gh.rateLimit.remaining = 60;
+      await clock.advance(reset * 1000 + 1000 - clock.now());
+      const listed = await listing;
+      expect(listed.releases).toHaveLength(1);
+      expect(gh.apiRequests(releasesPath)).toBe(2);
+    } finally {
+      gh.rateLimit = null;
+    }
   });
 });

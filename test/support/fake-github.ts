@@ -44,6 +44,8 @@ export interface FakeFault {
   readonly status: number;
   readonly headers?: Readonly<Record<string, string>>;
   readonly body?: unknown;
+  /** Never answer (the socket stays open until the client gives up or the fake closes). */
+  readonly hang?: boolean;
 }
 
 /** The primary rate limit the fake reports; `null` sends no rate-limit headers at all. */
@@ -297,6 +299,7 @@ export class FakeGitHub {
     if (!path.startsWith("/api/v3/")) return this.handleBrowser(req, res, url, send);
     this.counters.api.set(path, (this.counters.api.get(path) ?? 0) + 1);
     const fault = this.takeFault("api", path);
+    if (fault?.hang) return;
     if (fault)
       return send(fault.status, { ...this.rateLimitHeaders(), ...fault.headers }, fault.body);
 
@@ -418,6 +421,7 @@ export class FakeGitHub {
   ): undefined {
     this.counters.browser++;
     const fault = this.takeFault("browser", url.pathname);
+    if (fault?.hang) return;
     if (fault) return send(fault.status, { ...fault.headers }, fault.body);
     const m = /^\/([^/]+)\/([^/]+)\/releases\/download\/([^/]+)\/([^/]+)$/.exec(url.pathname);
     const repo = m && this.repos.find((r) => r.owner === m[1] && r.repo === m[2]);
@@ -448,6 +452,7 @@ export class FakeGitHub {
       res.end(text);
     };
     const fault = this.takeFault("cdn", url.pathname);
+    if (fault?.hang) return;
     if (fault) {
       return plain(fault.status, JSON.stringify(fault.body ?? ""), { ...fault.headers });
     }
