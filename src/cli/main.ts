@@ -1,6 +1,11 @@
 import { Command, CommanderError } from "commander";
 import { isReposyncError } from "../errors.js";
+import { registerAddRemoteCommand } from "./add-remote-command.js";
 import { registerIndexCommand } from "./index-command.js";
+import { registerListRemotesCommand } from "./list-remotes-command.js";
+import { registerMigrateCommand } from "./migrate-command.js";
+import { registerRemoveRemoteCommand } from "./remove-remote-command.js";
+import { addStoreOptions } from "./store-options.js";
 
 /** Exit statuses: 0 ok, 1 a failure the message explains, 2 bad usage or input. */
 const USAGE_CODES = new Set(["USAGE", "CONFIG_INVALID"]);
@@ -15,7 +20,12 @@ export function buildProgram(): Command {
     )
     .showHelpAfterError("(run with --help for usage)")
     .exitOverride();
+  addStoreOptions(program);
   registerIndexCommand(program);
+  registerAddRemoteCommand(program);
+  registerRemoveRemoteCommand(program);
+  registerListRemotesCommand(program);
+  registerMigrateCommand(program);
   return program;
 }
 

@@ -63,6 +63,14 @@ export interface MigrateResult {
   readonly version: number;
 }
 
+/**
+ * The advisory-lock key that serialises migrations of one schema. Keyed by schema so that
+ * separate schemas (one per test, or per deployment) migrate without waiting for each other.
+ */
+export function migrationLockKey(schema: string | undefined): string {
+  return `reposync migrations ${schema ?? "public"}`;
+}
+
 const TABLE =
   "create table if not exists schema_migrations " +
   "(version integer primary key, name text not null, applied_at bigint not null)";
@@ -80,8 +88,9 @@ export async function migrate(
   const all = migrations ?? (await loadMigrations(db.dialect));
   return db.transaction(async (tx) => {
     if (tx.dialect === "postgres") {
-      const key = `reposync migrations ${db.schema ?? "public"}`;
-      await tx.query(sql("select pg_advisory_xact_lock(hashtext($1))", key));
+      await tx.query(
+        sql("select pg_advisory_xact_lock(hashtext($1))", migrationLockKey(db.schema)),
+      );
       if (db.schema !== undefined) {
         // Validated as a plain lower-case identifier when the URL was parsed.
         await tx.runScript(`create schema if not exists ${db.schema}`);
