@@ -329,6 +329,37 @@ describe.skipIf(!haveTools("rpmbuild"))("asset reads against the fake GitHub", (
     expect(bucket.takes - takesBefore).toBe(4);
   });
 
+  it("resolves the asset again when the remembered CDN URL has expired", async () => {
+    const { owner, repo } = newRepo();
+    gh.addRelease(owner, repo, { tag: "v1", assets: [{ name: "big.rpm", content: big }] });
+    const c = client();
+    const asset = await onlyCandidate(c, owner, repo);
+    const mark = gh.seen.length;
+    gh.fault({ target: "cdn", nth: 2, status: 403, body: "Request has expired" });
+    const result = await readAssetHeader(c, asset);
+    expect(result.pkg.name).toBe("bigheader");
+    // Browser 302, CDN 206, CDN 403 (expired), browser 302, CDN 206 for the missing rest.
+    expect(result.requests).toBe(5);
+    expect(cdnSeen(mark).map((s) => [s.status, s.range])).toEqual([
+      [206, "bytes=0-65535"],
+      [403, `bytes=65536-${result.pkg.headerEnd - 1}`],
+      [206, `bytes=65536-${result.pkg.headerEnd - 1}`],
+    ]);
+  });
+
+  it("has a CDN that refuses requests carrying Authorization (so the tests above mean something)", async () => {
+    const { owner, repo } = newRepo();
+    gh.addRelease(owner, repo, { tag: "v1", assets: [{ name: "Archer.rpm", content: archer }] });
+    const asset = await onlyCandidate(client(), owner, repo);
+    const hop = await fetch(asset.browserDownloadUrl, { redirect: "manual" });
+    const location = hop.headers.get("location");
+    expect(hop.status).toBe(302);
+    expect(location?.startsWith(gh.cdnUrl)).toBe(true);
+    const refused = await fetch(location!, { headers: { authorization: `Bearer ${gh.token}` } });
+    expect(refused.status).toBe(400);
+    await refused.body?.cancel();
+  });
+
   it("refuses an asset whose header states another size than GitHub lists", async () => {
     const { owner, repo } = newRepo();
     const padded = Buffer.concat([archer, Buffer.alloc(10)]);
