@@ -3,7 +3,7 @@ import { ReposyncError } from "../errors.js";
 import type { RpmPackage } from "../rpm/package.js";
 import { type RangeReader, readRpmHeader } from "../rpm/read-header.js";
 import type { CandidateAsset } from "./candidate-assets.js";
-import type { GitHubClient } from "./client.js";
+import { GITHUB_API_VERSION, type GitHubClient } from "./client.js";
 import { GitHubHttpError, headerRecord } from "./retryable.js";
 import { toReposyncError, withRetries } from "./with-retries.js";
 
@@ -283,10 +283,13 @@ class AssetSource {
     let url = first;
     let authorized = withToken;
     for (let hop = 0; hop <= MAX_REDIRECTS; hop++) {
-      const headers: Record<string, string> = {};
+      const headers: Record<string, string> = { "user-agent": "reposync" };
       if (range) headers.range = range;
       const authorization = authorized ? this.client.authorization() : undefined;
-      if (authorized) headers.accept = "application/octet-stream";
+      if (authorized) {
+        headers.accept = "application/octet-stream";
+        headers["x-github-api-version"] = GITHUB_API_VERSION;
+      }
       if (authorization) headers.authorization = authorization;
       this.requests++;
       const response = await this.client.fetch(url, {
