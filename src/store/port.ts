@@ -41,7 +41,9 @@ export interface Database extends Queryable {
   readonly schema?: string;
   /**
    * Runs `fn` in one transaction: committed when it resolves, rolled back when it throws.
-   * On SQLite the transaction starts with BEGIN IMMEDIATE (see the adapter for why).
+   * On SQLite the transaction starts with BEGIN IMMEDIATE (see the adapter for why). Inside
+   * `fn`, run statements on `tx` only: on SQLite a statement on the database itself would wait
+   * for this very transaction, so it is refused with DB_ERROR instead.
    */
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
   /** Closes every connection; idempotent. */

@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from "node:async_hooks";
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import BetterSqlite3 from "better-sqlite3";
@@ -58,6 +59,8 @@ class SqliteDatabase implements Database {
   readonly #cache = new Map<string, { stmt: Prepared; order: number[] }>();
   #tail: Promise<unknown> = Promise.resolve();
   #closed = false;
+  // Marks code running inside this database's transaction callback; see #queue.
+  readonly #inTransaction = new AsyncLocalStorage<SqliteDatabase>();
 
   constructor(db: Driver, file: string) {
     this.#db = db;
@@ -106,6 +109,16 @@ class SqliteDatabase implements Database {
     if (this.#closed) {
       return Promise.reject(new ReposyncError("DB_ERROR", `database ${this.target} is closed`));
     }
+    // A statement on the database itself from inside its own transaction would queue behind
+    // that transaction and wait for it forever; fail loudly instead of hanging.
+    if (this.#inTransaction.getStore() === this) {
+      return Promise.reject(
+        new ReposyncError(
+          "DB_ERROR",
+          "a statement ran on the database inside its own transaction; use the transaction's handle",
+        ),
+      );
+    }
     const result = this.#tail.then(fn);
     this.#tail = result.catch(() => undefined);
     return result;
@@ -132,7 +145,7 @@ class SqliteDatabase implements Database {
     return this.#queue(async () => {
       this.#run(() => this.#db.exec("begin immediate"));
       try {
-        const out = await fn(this.#direct);
+        const out = await this.#inTransaction.run(this, () => fn(this.#direct));
         this.#run(() => this.#db.exec("commit"));
         return out;
       } catch (err) {

@@ -70,18 +70,33 @@ describe.each(DIALECTS)("the database port on %s", (dialect) => {
     const wrote = new Promise<void>((r) => {
       inside = r;
     });
-    let outside: Promise<unknown> | undefined;
+    let release!: () => void;
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
     const tx = t.db().transaction(async (q) => {
       await addRemote(q, REMOTE);
       inside();
-      // A statement issued on the database (not the transaction) while it is open.
-      outside = listRemotes(t.db());
-      await Promise.resolve();
+      await gate;
       throw new Error("abort");
     });
     await wrote;
+    // Another caller's statement, issued while the transaction is open with its write done.
+    const outside = listRemotes(t.db());
+    release();
     await expect(tx).rejects.toThrow("abort");
     expect(await outside).toEqual([]);
+    expect(await listRemotes(t.db())).toEqual([]);
+  });
+
+  it("refuses (SQLite) or runs (Postgres) a statement on the database inside its own transaction, without hanging", async () => {
+    const inner = t.db().transaction(async () => listRemotes(t.db()));
+    if (dialect === "sqlite") {
+      await expect(inner).rejects.toSatisfy((e) => isReposyncError(e, "DB_ERROR"));
+    } else {
+      await expect(inner).resolves.toEqual([]);
+    }
+    // The database still works afterwards.
     expect(await listRemotes(t.db())).toEqual([]);
   });
 
