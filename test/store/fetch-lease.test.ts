@@ -37,7 +37,7 @@ describe.each(DIALECTS)("fetch leases on %s", (dialect) => {
 
   it("is renewed by its owner only", async () => {
     await acquireFetchLease(t.db(), KEY, "a");
-    await age(t.db(), KEY, FETCH_LEASE_MS - 1_000);
+    await age(t.db(), KEY, FETCH_LEASE_MS - 10_000);
     const before = await readFetchLease(t.db(), KEY);
     expect(await renewFetchLease(t.db(), KEY, "b")).toBe(false);
     expect((await readFetchLease(t.db(), KEY))?.expiresAt).toBe(before?.expiresAt);
@@ -73,9 +73,10 @@ describe.each(DIALECTS)("fetch leases on %s", (dialect) => {
 
   it("is taken over once expired, and the old owner loses it", async () => {
     await acquireFetchLease(t.db(), KEY, "a");
-    await age(t.db(), KEY, FETCH_LEASE_MS - 1_000);
+    // 10 s left: live, with a margin no slow machine eats between two statements.
+    await age(t.db(), KEY, FETCH_LEASE_MS - 10_000);
     expect(await acquireFetchLease(t.db(), KEY, "b")).toBe(false);
-    await age(t.db(), KEY, 2_000);
+    await age(t.db(), KEY, 11_000);
     expect((await readFetchLease(t.db(), KEY))?.live).toBe(false);
     expect(await acquireFetchLease(t.db(), KEY, "b")).toBe(true);
     expect(await renewFetchLease(t.db(), KEY, "a")).toBe(false);
@@ -168,7 +169,8 @@ describe.skipIf(!PG)("fetch leases on Postgres with 20 concurrent contenders", (
 
   it("renew: the holder keeps its lease while 20 others try to take it", async () => {
     await acquireFetchLease(t.db(), KEY, "holder");
-    await age(t.db(), KEY, FETCH_LEASE_MS - 1_000);
+    await age(t.db(), KEY, FETCH_LEASE_MS - 10_000);
+    const before = await readFetchLease(t.db(), KEY);
     const { acquired, extra } = await race(
       sql("update fetch_leases set owner = owner where key = $1", KEY),
       "commit",
@@ -176,7 +178,9 @@ describe.skipIf(!PG)("fetch leases on Postgres with 20 concurrent contenders", (
     );
     expect(extra).toEqual([1]);
     expect(sum(acquired)).toBe(0);
-    expect(await readFetchLease(t.db(), KEY)).toMatchObject({ owner: "holder", live: true });
+    const after = await readFetchLease(t.db(), KEY);
+    expect(after).toMatchObject({ owner: "holder", live: true });
+    expect(after!.expiresAt).toBeGreaterThan(before!.expiresAt);
   });
 
   it("release: while 20 contend, the lease ends with at most one new holder, and a row only for it", async () => {
