@@ -39,47 +39,32 @@ export interface PackageFragments {
  * ("Forbidden control chars found"), and dnf could not parse the file if we wrote it.
  */
 export function renderPackage(pkg: RpmPackage, ctx: FragmentContext): PackageFragments {
-  assertWritableText(pkg, ctx.changelogLimit);
-  return {
+  return assertWritableText({
     primary: renderPrimary(pkg, ctx),
     filelists: renderFilelists(pkg, ctx),
     other: renderOther(pkg, ctx),
-  };
+  });
 }
 
 // biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point.
 const FORBIDDEN_CONTROL = /[\x00-\x08\x0B\x0C\x0E-\x1F]/;
 
-function assertWritableText(pkg: RpmPackage, changelogLimit: number): void {
-  const fields: [string, string][] = [
-    ["name", pkg.name],
-    ["arch", pkg.arch],
-    ["version", pkg.version],
-    ["release", pkg.release],
-    ["summary", pkg.summary],
-    ["description", pkg.description],
-    ["packager", pkg.packager],
-    ["url", pkg.url],
-    ["license", pkg.license],
-    ["vendor", pkg.vendor],
-    ["group", pkg.group],
-    ["build host", pkg.buildHost],
-    ["source rpm", pkg.sourceRpm],
-  ];
-  for (const kind of DEPENDENCY_KINDS) {
-    for (const d of pkg.dependencies[kind]) fields.push([kind, d.name + d.version]);
-  }
-  for (const f of pkg.files) fields.push(["file list", f.path]);
-  for (const c of pkg.changelog.slice(0, changelogLimit))
-    fields.push(["changelog", c.author + c.text]);
-  for (const [field, value] of fields) {
-    if (FORBIDDEN_CONTROL.test(value)) {
+/**
+ * Checks the rendered XML rather than each field: escaping never produces or removes these
+ * characters, so one scan of the output covers every string written, at no per-field cost.
+ */
+function assertWritableText(fragments: PackageFragments): PackageFragments {
+  for (const [file, xml] of Object.entries(fragments)) {
+    const found = FORBIDDEN_CONTROL.exec(xml);
+    if (found !== null) {
+      const code = (found[0].codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, "0");
       throw new ReposyncError(
         "RPM_FORBIDDEN_TEXT",
-        `its ${field} contains a control character that XML cannot carry (createrepo_c refuses it too)`,
+        `its ${file} metadata contains the control character U+${code}, which XML cannot carry (createrepo_c refuses it too)`,
       );
     }
   }
+  return fragments;
 }
 
 function versionElement(pkg: RpmPackage): string {

@@ -1,11 +1,18 @@
-import { createHash } from "node:crypto";
-import { type FileHandle, open, stat } from "node:fs/promises";
-import { join } from "node:path";
-import { isReposyncError, ReposyncError } from "../errors.js";
-import type { RpmPackage } from "../rpm/package.js";
-import { type RangeReader, readRpmHeader } from "../rpm/read-header.js";
+import { existsSync } from "node:fs";
+import { stat } from "node:fs/promises";
+import { availableParallelism } from "node:os";
+import { setImmediate as yieldToEventLoop } from "node:timers/promises";
+import { fileURLToPath } from "node:url";
+import { Worker } from "node:worker_threads";
+import { ReposyncError } from "../errors.js";
 import { findRpmFiles } from "./find-rpm-files.js";
-import { type PackageFragments, renderPackage } from "./fragments.js";
+import type { IndexWorkerRequest, IndexWorkerResponse } from "./index-worker.js";
+import {
+  type IndexedPackage,
+  indexPackageFile,
+  type PackageFileOutcome,
+  READ_CHUNK,
+} from "./package-file.js";
 import { writeRepodataDirectory } from "./repodata-directory.js";
 import { buildSnapshot, compareLocations, type RepodataSnapshot } from "./snapshot.js";
 
@@ -14,13 +21,14 @@ export interface IndexDirectoryOptions {
   /** Changelog entries kept per package in other.xml (createrepo_c's default is 10). */
   readonly changelogLimit: number;
   /**
-   * Files read at once. Hashing is I/O and OpenSSL, parsing is short JavaScript: a few in flight
-   * keep two cores busy without holding more than a few read buffers. Default 4.
+   * Worker threads that read, parse and render packages; 0 does it all in this thread. Default:
+   * one per core, at most 4. Without the compiled worker script (tests run the TypeScript
+   * sources) the work stays in this thread whatever this says.
    */
-  readonly concurrency?: number;
+  readonly threads?: number;
   /** Called for each `.rpm` that is left out, with a one-line reason. */
   readonly onSkip?: (file: string, reason: string) => void;
-  /** Called after each file, done of total. */
+  /** Called as files are done, done of total. */
   readonly onProgress?: (done: number, total: number) => void;
 }
 
@@ -33,60 +41,14 @@ export interface IndexDirectoryResult {
   readonly snapshot: RepodataSnapshot;
 }
 
-interface IndexedPackage {
-  readonly href: string;
-  readonly fileTime: number;
-  readonly fragments: PackageFragments;
-}
-
+/** Files per message to a worker: large enough to amortise messaging, small enough to balance. */
+const BATCH = 64;
 /**
- * Bytes read at a time, into one buffer per worker. 256 KiB holds most packages' headers whole
- * (and small packages entirely), so the header is parsed from the bytes being hashed.
+ * A worker's heap cap. Parsing makes short-lived garbage; a small young-to-old budget keeps each
+ * thread's footprint near its live data instead of letting V8 grow the heap to hundreds of MB.
  */
-const CHUNK = 256 * 1024;
-
-/**
- * Reads one package file once: the first chunk feeds both the sha256 and the header parser (which
- * asks for more, positionally, only for a header larger than the chunk); the rest is streamed
- * through the hash with the same buffer. One open, one stat, no per-file allocation: with ten
- * thousand small files, per-file overhead and garbage are what cost time.
- */
-async function readPackageFile(
-  path: string,
-  buffer: Buffer,
-): Promise<{ pkg: RpmPackage; sha256: string; mtimeMs: number }> {
-  let handle: FileHandle;
-  try {
-    handle = await open(path, "r");
-  } catch (cause) {
-    throw new ReposyncError("IO_ERROR", `cannot open it: ${(cause as Error).message}`, { cause });
-  }
-  try {
-    const { size, mtimeMs } = await handle.stat();
-    const hash = createHash("sha256");
-    const { bytesRead: held } = await handle.read(buffer, 0, Math.min(CHUNK, size), 0);
-    hash.update(buffer.subarray(0, held));
-    const read: RangeReader = async (start, end) => {
-      if (end <= held) return buffer.subarray(start, end);
-      const length = Math.max(0, Math.min(end, size) - start);
-      const more = Buffer.allocUnsafe(length);
-      const { bytesRead } = await handle.read(more, 0, length, start);
-      return more.subarray(0, bytesRead);
-    };
-    // Parsed to plain strings and numbers before the buffer is reused for the rest of the hash.
-    const { pkg } = await readRpmHeader(read, { fileSize: size, firstRead: CHUNK });
-    for (let position = held; position < size; ) {
-      const { bytesRead } = await handle.read(buffer, 0, CHUNK, position);
-      if (bytesRead === 0)
-        throw new ReposyncError("RPM_SIZE_MISMATCH", "the file shrank while it was being read");
-      hash.update(buffer.subarray(0, bytesRead));
-      position += bytesRead;
-    }
-    return { pkg, sha256: hash.digest("hex"), mtimeMs };
-  } finally {
-    await handle.close();
-  }
-}
+const WORKER_HEAP_MB = 64;
+const WORKER_URL = new URL("./index-worker.js", import.meta.url);
 
 async function requireDirectory(dir: string): Promise<void> {
   let isDirectory: boolean;
@@ -98,25 +60,79 @@ async function requireDirectory(dir: string): Promise<void> {
   if (!isDirectory) throw new ReposyncError("USAGE", `${dir} is not a directory`);
 }
 
-/** A file-system failure on one file (it vanished, no permission) skips it like a bad package. */
-function skipReason(err: unknown): string | null {
-  if (isReposyncError(err)) return err.message;
-  const code = (err as NodeJS.ErrnoException | null)?.code;
-  if (typeof code === "string" && err instanceof Error) return err.message;
-  return null;
+function workerScriptExists(): boolean {
+  return WORKER_URL.pathname.endsWith(".js") && existsSync(fileURLToPath(WORKER_URL));
 }
 
-async function indexOne(
+/** Processes `hrefs` in this thread, yielding now and then so timers (a progress bar) run. */
+async function inThisThread(
   dir: string,
-  href: string,
+  hrefs: readonly string[],
   changelogLimit: number,
-  buffer: Buffer,
-): Promise<IndexedPackage> {
-  const { pkg, sha256, mtimeMs } = await readPackageFile(join(dir, href), buffer);
-  // createrepo_c's `time file` is the file's mtime in whole seconds.
-  const fileTime = Math.floor(mtimeMs / 1000);
-  const fragments = renderPackage(pkg, { sha256, locationHref: href, fileTime, changelogLimit });
-  return { href, fileTime, fragments };
+  onOutcome: (outcome: PackageFileOutcome) => void,
+): Promise<void> {
+  const buffer = Buffer.allocUnsafe(READ_CHUNK);
+  for (let i = 0; i < hrefs.length; i++) {
+    onOutcome(await indexPackageFile(dir, hrefs[i] as string, changelogLimit, buffer));
+    if (i % BATCH === BATCH - 1) await yieldToEventLoop();
+  }
+}
+
+/**
+ * Processes `hrefs` on `threads` workers, each pulling the next batch when it answers one. The
+ * first bug in any worker rejects the whole run; the workers are always terminated.
+ */
+async function inWorkers(
+  dir: string,
+  hrefs: readonly string[],
+  changelogLimit: number,
+  threads: number,
+  onOutcome: (outcome: PackageFileOutcome) => void,
+): Promise<void> {
+  const batches: string[][] = [];
+  for (let i = 0; i < hrefs.length; i += BATCH) batches.push(hrefs.slice(i, i + BATCH));
+  const workers = Array.from(
+    { length: Math.min(threads, batches.length) },
+    () => new Worker(WORKER_URL, { resourceLimits: { maxOldGenerationSizeMb: WORKER_HEAP_MB } }),
+  );
+  try {
+    await new Promise<void>((resolve, reject) => {
+      let next = 0;
+      let busy = 0;
+      const feed = (worker: Worker): void => {
+        const hrefsOfBatch = batches[next++];
+        if (hrefsOfBatch === undefined) {
+          if (busy === 0) resolve();
+          return;
+        }
+        busy++;
+        worker.postMessage({
+          dir,
+          hrefs: hrefsOfBatch,
+          changelogLimit,
+        } satisfies IndexWorkerRequest);
+      };
+      for (const worker of workers) {
+        worker.on("message", (response: IndexWorkerResponse) => {
+          busy--;
+          if ("error" in response) {
+            reject(new Error(`index worker failed: ${response.error}`));
+            return;
+          }
+          for (const outcome of response.outcomes) onOutcome(outcome);
+          feed(worker);
+        });
+        worker.on("error", reject);
+        worker.on("exit", (code) => {
+          if (code !== 0) reject(new Error(`index worker exited with code ${code}`));
+        });
+      }
+      for (const worker of workers) feed(worker);
+      if (workers.length === 0) resolve();
+    });
+  } finally {
+    await Promise.all(workers.map((w) => w.terminate()));
+  }
 }
 
 /**
@@ -134,27 +150,23 @@ export async function indexDirectory(
   const indexed: IndexedPackage[] = [];
   let skipped = 0;
   let done = 0;
-  let next = 0;
   options.onProgress?.(0, files.length);
-
-  // A small pool of workers pulling the next file: at most `concurrency` files are open at once.
-  const worker = async (): Promise<void> => {
-    const buffer = Buffer.allocUnsafe(CHUNK);
-    while (next < files.length) {
-      const href = files[next++] as string;
-      try {
-        indexed.push(await indexOne(dir, href, options.changelogLimit, buffer));
-      } catch (err) {
-        const reason = skipReason(err);
-        if (reason === null) throw err;
-        skipped++;
-        options.onSkip?.(href, reason);
-      }
-      options.onProgress?.(++done, files.length);
+  const onOutcome = (outcome: PackageFileOutcome): void => {
+    if (outcome.ok) {
+      indexed.push(outcome.indexed);
+    } else {
+      skipped++;
+      options.onSkip?.(outcome.href, outcome.reason);
     }
+    options.onProgress?.(++done, files.length);
   };
-  const concurrency = Math.max(1, options.concurrency ?? 4);
-  await Promise.all(Array.from({ length: Math.min(concurrency, files.length) }, worker));
+
+  const threads = options.threads ?? Math.min(availableParallelism(), 4);
+  if (threads > 0 && files.length > BATCH && workerScriptExists()) {
+    await inWorkers(dir, files, options.changelogLimit, threads, onOutcome);
+  } else {
+    await inThisThread(dir, files, options.changelogLimit, onOutcome);
+  }
 
   indexed.sort((a, b) => compareLocations(a.href, b.href));
   const revision = indexed.reduce((max, p) => Math.max(max, p.fileTime), 0);

@@ -21,8 +21,13 @@ const ATTRIBUTE_ESCAPES: Record<string, string> = {
   "\r": "&#13;",
 };
 
+const NEEDS_TEXT_ESCAPE = /[&<>\r]/;
+const NEEDS_ATTRIBUTE_ESCAPE = /[&<>"\t\n\r\u0080-\u{10FFFF}]/u;
+
 /** Escapes element text: `& < >` and CR (libxml2 keeps quotes, tabs and newlines literal). */
 export function escapeText(value: string): string {
+  // Most values need nothing: testing first avoids building a new string for them.
+  if (!NEEDS_TEXT_ESCAPE.test(value)) return value;
   return value.replace(/[&<>\r]/g, (c) => TEXT_ESCAPES[c] ?? c);
 }
 
@@ -32,6 +37,7 @@ export function escapeText(value: string): string {
  * reader decodes it to the same text as raw UTF-8 would be.
  */
 export function escapeAttribute(value: string): string {
+  if (!NEEDS_ATTRIBUTE_ESCAPE.test(value)) return value;
   return value.replace(/[&<>"\t\n\r\u0080-\u{10FFFF}]/gu, (c) => {
     const simple = ATTRIBUTE_ESCAPES[c];
     if (simple !== undefined) return simple;
