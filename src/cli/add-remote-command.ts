@@ -21,6 +21,7 @@ const collect = (value: string, previous: string[]): string[] => [...previous, v
 export function registerAddRemoteCommand(program: Command): void {
   program
     .command("add-remote")
+    .summary("add a GitHub repository whose .rpm release assets become a dnf repository")
     .description(
       "Add a GitHub repository whose releases' .rpm assets are served as a dnf repository.\n" +
         "Returns at once; a running `reposync serve` syncs it within seconds.",

@@ -40,7 +40,7 @@ export const SETTINGS = {
   dataDir: setting({
     env: "STATE_DIRECTORY",
     flag: "--data-dir <dir>",
-    help: "directory for the SQLite database and cached packages ($STATE_DIRECTORY, else ./.reposync)",
+    help: "directory for the SQLite database and cached packages",
     default: "./.reposync",
     parse: stateDirectory,
   }),
