@@ -26,7 +26,9 @@ export type ErrorCode =
   | "GITHUB_RATE_LIMITED"
   | "UPSTREAM_MISMATCH"
   | "TIMEOUT"
-  | "ABORTED";
+  | "ABORTED"
+  // A sync of one or more remotes did not complete (`sync --now` exits 1 with it).
+  | "SYNC_FAILED";
 
 /** An expected failure: a code for machines, a message for a person. */
 export class ReposyncError extends Error {

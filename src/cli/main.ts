@@ -5,7 +5,9 @@ import { registerIndexCommand } from "./index-command.js";
 import { registerListRemotesCommand } from "./list-remotes-command.js";
 import { registerMigrateCommand } from "./migrate-command.js";
 import { registerRemoveRemoteCommand } from "./remove-remote-command.js";
+import { registerStatusCommand } from "./status-command.js";
 import { addStoreOptions } from "./store-options.js";
+import { registerSyncCommand } from "./sync-command.js";
 
 /** Exit statuses: 0 ok, 1 a failure the message explains, 2 bad usage or input. */
 const USAGE_CODES = new Set(["USAGE", "CONFIG_INVALID"]);
@@ -26,6 +28,8 @@ export function buildProgram(): Command {
   registerRemoveRemoteCommand(program);
   registerListRemotesCommand(program);
   registerMigrateCommand(program);
+  registerSyncCommand(program);
+  registerStatusCommand(program);
   return program;
 }
 
