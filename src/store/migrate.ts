@@ -88,6 +88,9 @@ export async function migrate(
   const all = migrations ?? (await loadMigrations(db.dialect));
   return db.transaction(async (tx) => {
     if (tx.dialect === "postgres") {
+      // The pool's 60 s statement timeout suits queries, not a wait behind another replica's
+      // migration or a migration that rewrites a big table; this transaction gets 10 minutes.
+      await tx.runScript("set local statement_timeout = '10min'");
       await tx.query(
         sql("select pg_advisory_xact_lock(hashtext($1))", migrationLockKey(db.schema)),
       );
