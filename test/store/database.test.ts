@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -115,6 +115,14 @@ describe("opening a SQLite database", () => {
     expect(db.dialect).toBe("sqlite");
     await db.close();
     await db.close(); // idempotent
+  });
+
+  it("accepts a sqlite: prefix in front of the path", async () => {
+    const file = join(dir, "prefixed.db");
+    const db = await openDatabase(`sqlite:${file}`);
+    expect(db.target).toBe(file);
+    await db.close();
+    expect(existsSync(file)).toBe(true);
   });
 
   it("reports a file that is not a database as DB_UNREACHABLE naming it", async () => {
