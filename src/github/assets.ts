@@ -94,6 +94,29 @@ export async function readAssetHeader(
   }
 }
 
+/**
+ * Opens a whole-file download of an asset (the package cache's miss path), following redirects
+ * exactly as readAssetHeader does: the token only on the API URL, never on the CDN hop, each hop
+ * through the bucket, the download timeout per attempt. Retried per the retry table until an
+ * answer starts; the caller reads the body, or cancels it.
+ */
+export async function openAssetDownload(
+  client: GitHubClient,
+  asset: AssetLocation,
+  options: Pick<ReadAssetOptions, "access" | "signal" | "downloadTimeoutMs"> = {},
+): Promise<Response> {
+  const source = new AssetSource(client, asset, options);
+  try {
+    return await withRetries(retryContext(client, options.signal), () => source.openWhole());
+  } catch (err) {
+    throw toReposyncError(
+      err,
+      `downloading asset ${asset.name} (${asset.assetId})`,
+      options.signal,
+    );
+  }
+}
+
 function retryContext(client: GitHubClient, signal: AbortSignal | undefined) {
   return {
     clock: client.clock,
@@ -138,6 +161,11 @@ class AssetSource {
     this.hash = undefined;
     this.hashed = 0;
     this.streamEnded = false;
+  }
+
+  /** A GET of the whole file, for openAssetDownload. */
+  openWhole(): Promise<Response> {
+    return this.get(null);
   }
 
   async startDownload(): Promise<void> {
