@@ -124,7 +124,13 @@ function filterRequires(pkg: RpmPackage): {
   requires: RepoDependency[];
   recommends: RepoDependency[];
 } {
-  const ownFiles = new Set(pkg.files.map((f) => f.path));
+  // Built only when a require names a primary path: most packages never need it.
+  let ownFiles: Set<string> | null = null;
+  const shipsPrimaryFile = (path: string): boolean => {
+    if (!path.startsWith("/") || !isPrimaryFile(path)) return false;
+    ownFiles ??= new Set(pkg.files.map((f) => f.path));
+    return ownFiles.has(path);
+  };
   const provided = new Set(pkg.dependencies.provides.map(provideKey));
   const lastKept = new Map<string, RepoDependency & { version: string }>();
   const requires: RepoDependency[] = [];
@@ -133,7 +139,7 @@ function filterRequires(pkg: RpmPackage): {
 
   for (const dep of pkg.dependencies.requires) {
     if (dep.name.startsWith("rpmlib(")) continue;
-    if (dep.name.startsWith("/") && ownFiles.has(dep.name) && isPrimaryFile(dep.name)) continue;
+    if (shipsPrimaryFile(dep.name)) continue;
     if (provided.has(provideKey(dep))) continue;
     const pre = (dep.flags & PRE_BITS) !== 0;
     const previous = lastKept.get(dep.name);

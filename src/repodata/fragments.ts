@@ -1,4 +1,3 @@
-import { ReposyncError } from "../errors.js";
 import { DEPENDENCY_KINDS, type RpmPackage } from "../rpm/package.js";
 import { selectChangelog } from "./changelog.js";
 import { type RepoDependency, repoDependencies } from "./dependencies.js";
@@ -39,32 +38,12 @@ export interface PackageFragments {
  * ("Forbidden control chars found"), and dnf could not parse the file if we wrote it.
  */
 export function renderPackage(pkg: RpmPackage, ctx: FragmentContext): PackageFragments {
-  return assertWritableText({
+  // The escaping functions throw RPM_FORBIDDEN_TEXT; every string written goes through them.
+  return {
     primary: renderPrimary(pkg, ctx),
     filelists: renderFilelists(pkg, ctx),
     other: renderOther(pkg, ctx),
-  });
-}
-
-// biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point.
-const FORBIDDEN_CONTROL = /[\x00-\x08\x0B\x0C\x0E-\x1F]/;
-
-/**
- * Checks the rendered XML rather than each field: escaping never produces or removes these
- * characters, so one scan of the output covers every string written, at no per-field cost.
- */
-function assertWritableText(fragments: PackageFragments): PackageFragments {
-  for (const [file, xml] of Object.entries(fragments)) {
-    const found = FORBIDDEN_CONTROL.exec(xml);
-    if (found !== null) {
-      const code = (found[0].codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, "0");
-      throw new ReposyncError(
-        "RPM_FORBIDDEN_TEXT",
-        `its ${file} metadata contains the control character U+${code}, which XML cannot carry (createrepo_c refuses it too)`,
-      );
-    }
-  }
-  return fragments;
+  };
 }
 
 function versionElement(pkg: RpmPackage): string {

@@ -155,6 +155,8 @@ describe("package fragments", () => {
       caught = err;
     }
     expect(isReposyncError(caught, "RPM_FORBIDDEN_TEXT")).toBe(true);
+    const inAttribute = makePackage({ dependencies: { provides: [dep("name\u0001")] } });
+    expect(() => renderPackage(inAttribute, CONTEXT)).toThrow(/U\+0001/);
     expect(() =>
       renderPackage(makePackage({ description: "tab\tnewline\ncr\r" }), CONTEXT),
     ).not.toThrow();
