@@ -45,7 +45,8 @@ export async function raceBehindBlocker<T>(options: {
       if (Date.now() > deadline) {
         throw new Error(`only ${r.rows[0]?.n} of ${waiters} contenders reached the lock`);
       }
-      await new Promise((resolve) => setImmediate(resolve));
+      // Poll the condition itself (not a guess at how long it takes), gently on a 2-core box.
+      await new Promise((resolve) => setTimeout(resolve, 5));
     }
     await blocker.query(options.finish);
     return await Promise.all(pending);
