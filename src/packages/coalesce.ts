@@ -84,6 +84,8 @@ interface Flight<T> {
  */
 export class Coalescer<T> {
   private readonly flights = new Map<string, Flight<T>>();
+  /** Leader work still running, including work whose waiters were released by an abort. */
+  private readonly working = new Set<Promise<unknown>>();
   private readonly acquire: Acquire<T>;
   private readonly clock: Clock;
 
@@ -129,9 +131,15 @@ export class Coalescer<T> {
     }
   }
 
-  /** Resolves once every fetch in flight now has settled, however it ended. */
+  /**
+   * Resolves once every fetch in flight now has settled, however it ended, and the work behind
+   * it has returned (an aborted download has removed its temporary file).
+   */
   async settled(): Promise<void> {
-    await Promise.allSettled([...this.flights.values()].map((f) => f.promise));
+    await Promise.allSettled([
+      ...[...this.flights.values()].map((f) => f.promise),
+      ...this.working,
+    ]);
   }
 
   private lead(key: string, work: LeaderWork<T>): Flight<T> {
@@ -178,7 +186,13 @@ export class Coalescer<T> {
     try {
       // Raced against its own signal too, so that a step ignoring the signal still cannot hold
       // the key and its waiters past the timeout.
-      return await untilAborted(this.recheckThenAcquire(key, work, signal), signal);
+      const running = this.recheckThenAcquire(key, work, signal);
+      this.working.add(running);
+      running.then(
+        () => this.working.delete(running),
+        () => this.working.delete(running),
+      );
+      return await untilAborted(running, signal);
     } catch (err) {
       const error = asError(err, signal);
       this.options.onFetchError?.(key, error);

@@ -226,8 +226,11 @@ describe("Coalescer", () => {
     const run = c.run("k", held.work).catch((e: unknown) => e);
     held.recheckGate.resolve(undefined);
     await held.fetches.reached(1);
+    // This fetch honours its signal, as a download does: settled() waits for it to return.
+    const signal = held.signals[0];
+    signal?.addEventListener("abort", () => held.fetchGate.reject(signal.reason));
     c.abortAll("stopping");
-    expect(held.signals[0]?.aborted).toBe(true);
+    expect(signal?.aborted).toBe(true);
     expect(isReposyncError(await run, "ABORTED")).toBe(true);
     await c.settled();
     expect(c.inFlight).toBe(0);
