@@ -1,0 +1,145 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Database } from "../../src/store/port.js";
+import { latestSnapshot } from "../../src/store/snapshots.js";
+import { findSyncWork, requestSync } from "../../src/store/sync-requests.js";
+import { runSync, type SyncReport } from "../../src/sync/sync-job.js";
+import { Syncer } from "../../src/sync/syncer.js";
+import { FakeClock, settle } from "../github/fake-clock.js";
+import { DIALECTS, useFreshDatabase } from "../store/harness.js";
+import { FakeGitHub } from "../support/fake-github.js";
+import { corpusRpm, newRemote, syncDeps } from "./harness.js";
+
+const archer = corpusRpm("Archer-3.4.5-6.x86_64.rpm");
+
+let gh: FakeGitHub;
+beforeAll(async () => {
+  gh = await FakeGitHub.start();
+});
+afterAll(async () => {
+  await gh.close();
+});
+
+/**
+ * A syncer on a real database and the fake GitHub, with explicit signals: each report, and the
+ * end of each look for work, resolve what the test waits on.
+ */
+function instrumentedSyncer(db: Database, clock: FakeClock, owner: string) {
+  const deps = syncDeps(db, gh, { clock, owner });
+  const reports: SyncReport[] = [];
+  const jobs: Promise<SyncReport>[] = [];
+  let polls = 0;
+  let pollWaiters: { n: number; resolve: () => void }[] = [];
+  const reportWaiters: (() => void)[] = [];
+  const syncer = new Syncer({
+    workers: 2,
+    pollIntervalMs: 60_000,
+    requestPollMs: 1000,
+    clock,
+    runJob: (job, signal) => {
+      const p = runSync(deps, job.remote, {
+        prime: job.prime,
+        requestedAt: job.requestedAt,
+        signal,
+      });
+      jobs.push(p);
+      return p;
+    },
+    findWork: async (options) => {
+      const work = await findSyncWork(db, options);
+      polls++;
+      for (const w of pollWaiters.filter((x) => x.n <= polls)) w.resolve();
+      pollWaiters = pollWaiters.filter((x) => x.n > polls);
+      return work;
+    },
+    onReport: (r) => {
+      reports.push(r);
+      for (const w of reportWaiters.splice(0)) w();
+    },
+  });
+  return {
+    syncer,
+    reports,
+    jobs,
+    /** Resolves once `n` looks for work have completed in all. */
+    polled: (n: number) =>
+      polls >= n
+        ? Promise.resolve()
+        : new Promise<void>((resolve) => pollWaiters.push({ n, resolve })),
+    get polls() {
+      return polls;
+    },
+    /** Resolves once `n` reports have arrived in all. */
+    async reported(n: number) {
+      while (reports.length < n) await new Promise<void>((r) => reportWaiters.push(r));
+    },
+  };
+}
+
+describe.each(DIALECTS)("the syncer on %s", (dialect) => {
+  const t = useFreshDatabase(dialect);
+
+  it("primes a remote added while it runs at its next one-second poll", async () => {
+    const clock = new FakeClock();
+    const s = instrumentedSyncer(t.db(), clock, "replica-a");
+    s.syncer.start();
+    await s.polled(1);
+    // As `add-remote` does from another process: a row, nothing else.
+    const other = await t.open();
+    const { owner, repo, name } = await newRemote(other, gh);
+    gh.addRelease(owner, repo, { tag: "v1", assets: [{ name: "a.rpm", content: archer }] });
+    expect(await latestSnapshot(t.db(), name)).toBeUndefined();
+
+    await clock.advance(1000);
+    await s.reported(1);
+    expect(s.reports[0]).toMatchObject({ remote: name, status: "ok", summary: { packages: 1 } });
+    expect(await latestSnapshot(t.db(), name)).toBeDefined();
+    await s.syncer.stop();
+  });
+
+  it("answers a `reposync sync` request mark with a prime and clears it", async () => {
+    const clock = new FakeClock();
+    const { owner, repo, name } = await newRemote(t.db(), gh);
+    gh.addRelease(owner, repo, { tag: "v1", assets: [{ name: "a.rpm", content: archer }] });
+    await runSync(syncDeps(t.db(), gh, { clock }), name, { prime: true });
+    const listPath = `/api/v3/repos/${owner}/${repo}/releases`;
+    const listed = gh.apiRequests(listPath);
+
+    const s = instrumentedSyncer(t.db(), clock, "replica-a");
+    s.syncer.start();
+    await s.polled(1);
+    // Synced a moment ago and not due: the first look found nothing to do.
+    expect(s.jobs).toHaveLength(0);
+
+    await requestSync(await t.open(), [name]);
+    await clock.advance(1000);
+    await s.reported(1);
+    expect(s.reports[0]).toMatchObject({ remote: name, status: "ok" });
+    expect(gh.apiRequests(listPath)).toBe(listed + 1);
+    expect(await findSyncWork(t.db(), { includeDue: false })).toEqual([]);
+    await s.syncer.stop();
+  });
+
+  it("syncs a new remote once when two processes poll for it, whichever wins the lease", async () => {
+    const clock = new FakeClock();
+    const a = instrumentedSyncer(t.db(), clock, "replica-a");
+    const b = instrumentedSyncer(await t.open(), clock, "replica-b");
+    a.syncer.start();
+    b.syncer.start();
+    await Promise.all([a.polled(1), b.polled(1)]);
+    const { owner, repo } = await newRemote(t.db(), gh);
+    gh.addRelease(owner, repo, { tag: "v1", assets: [{ name: "a.rpm", content: archer }] });
+
+    await clock.advance(1000);
+    await Promise.all([a.polled(2), b.polled(2)]);
+    await settle();
+    const reports = await Promise.all([...a.jobs, ...b.jobs]);
+    const ok = reports.filter((r) => r.status === "ok");
+    expect(ok).toHaveLength(1);
+    // The loser, if it got as far as a job, found the lease taken or the remote fresh.
+    for (const r of reports.filter((x) => x.status !== "ok")) {
+      expect(r).toMatchObject({ status: "skipped" });
+    }
+    expect(gh.apiRequests(`/api/v3/repos/${owner}/${repo}/releases`)).toBe(1);
+    await Promise.all([a.syncer.stop(), b.syncer.stop()]);
+  });
+});
