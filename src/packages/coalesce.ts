@@ -38,8 +38,10 @@ export interface AcquireContext<T> extends LeaderWork<T> {
  *     leader: recheck -> acquire( [take lease] -> fetch -> store -> [release lease] )
  *
  * A lease-taking acquire that finds another replica holding the lease polls `recheck` instead
- * of calling `fetch`, and calls `fetch` itself when that lease fails or expires. Whatever it
- * resolves to, or throws, reaches every waiter of the key.
+ * of calling `fetch`, and calls `fetch` itself when that lease fails or expires. It must wait
+ * under `signal` (the fetch's own, detached and bounded by the fetch timeout), never under a
+ * client's: the caller that happened to lead may leave while others in this process still wait
+ * on the same flight. Whatever it resolves to, or throws, reaches every waiter of the key.
  */
 export type Acquire<T> = (context: AcquireContext<T>) => Promise<T>;
 

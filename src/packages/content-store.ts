@@ -58,6 +58,11 @@ export class ContentStore {
     this.now = options.now ?? Date.now;
   }
 
+  /** The store of a data directory: `<dataDir>/packages`. */
+  static inDataDir(dataDir: string, options: Omit<ContentStoreOptions, "root"> = {}): ContentStore {
+    return new ContentStore({ ...options, root: path.join(dataDir, "packages") });
+  }
+
   /** Where the file of `sha256` lives (whether or not it exists). */
   pathFor(sha256: string): string {
     const hex = normaliseSha256(sha256);

@@ -218,6 +218,13 @@ describe("ContentStore", () => {
     expect(names).toEqual([path.basename(fresh), path.basename(stored.path)].sort());
   });
 
+  it("lives under <dataDir>/packages for a data directory", () => {
+    const hex = sha(Buffer.from("d"));
+    expect(ContentStore.inDataDir(dir).pathFor(hex)).toBe(
+      path.join(dir, "packages", "sha256", hex.slice(0, 2), hex),
+    );
+  });
+
   it("has nothing to clean in a store that does not exist yet", async () => {
     expect(await store.removeStaleTemps()).toBe(0);
   });
