@@ -43,7 +43,12 @@ describe("reposync sync and status", () => {
     });
     expect((await run("add-remote", "tools", "acme/tools")).code).toBe(0);
 
-    const synced = await run("sync", "--now");
+    // Budget headers large enough that the bucket does not pace these few requests.
+    const reset = Math.floor(Date.now() / 1000) + 3600;
+    gh.rateLimit = { limit: 5_000_000, remaining: 4_000_000, reset };
+    const synced = await run("sync", "--now").finally(() => {
+      gh.rateLimit = null;
+    });
     expect(synced.stderr).toBe("");
     expect(synced.code).toBe(0);
     expect(synced.stdout).toMatch(/^tools: ok, 1 packages \(2 added, .*1 unreadable\)/m);
@@ -51,6 +56,7 @@ describe("reposync sync and status", () => {
     const status = await run("status", "--json");
     expect(status.code).toBe(0);
     const report = JSON.parse(status.stdout) as {
+      githubBudgets: { key: string; limit: number; remaining: number; resetAt: number }[];
       remotes: {
         name: string;
         packages: number;
@@ -63,10 +69,15 @@ describe("reposync sync and status", () => {
     expect(tools).toMatchObject({ packages: 1, lastResult: "ok" });
     expect(Date.parse(tools?.nextDue ?? "")).toBeGreaterThan(Date.now());
     expect(tools?.unreadableAssets.map((a) => a.name)).toEqual(["broken.rpm"]);
+    expect(report.githubBudgets).toEqual([
+      expect.objectContaining({ limit: 5_000_000, resetAt: reset * 1000 }),
+    ]);
+    expect(report.githubBudgets[0]?.key).not.toContain(gh.token);
 
     const text = await run("status");
     expect(text.stdout).toMatch(/^tools\s+acme\/tools\s+1\s/m);
     expect(text.stdout).toMatch(/broken\.rpm: RPM_/);
+    expect(text.stdout).toMatch(/GitHub budget .* of 5000000 requests left/);
   });
 
   it("exits 1 naming the remote when a sync fails, and the others still sync", async () => {
