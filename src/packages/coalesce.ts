@@ -197,7 +197,11 @@ export class Coalescer<T> {
       return await untilAborted(running, signal);
     } catch (err) {
       const error = asError(err, signal);
-      this.options.onFetchError?.(key, error);
+      try {
+        this.options.onFetchError?.(key, error);
+      } catch {
+        // A failing log or metrics hook must not replace the error the waiters are owed.
+      }
       throw error;
     } finally {
       timer.abort();
