@@ -14,6 +14,11 @@ import type { GitHubPackage } from "./upstream.js";
  * the signed CDN URL GitHub answers with is the target. It is short-lived, which suits a client
  * that follows the redirect at once. That request takes a bucket token like every other.
  *
+ * `auto` is treated as public here, deliberately: telling a private asset apart would cost a
+ * probe request per redirect, and every request waits for the global bucket (1/s by default),
+ * which would make redirect mode crawl under load. A caller that knows the repo is private (the
+ * remote has a token) passes `api`; a private asset sent as `auto` gets GitHub's 404.
+ *
  * Hand-written rather than reusing openAssetDownload: that one follows every hop to the bytes,
  * and here the wanted result is the first Location, with no body fetched at all.
  */
