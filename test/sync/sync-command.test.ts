@@ -2,11 +2,14 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { systemClock } from "../../src/github/clock.js";
 import { openDatabase } from "../../src/store/open-database.js";
 import { claimSyncLease } from "../../src/store/sync-lease.js";
+import { createSyncer } from "../../src/sync/create-syncer.js";
+import type { SyncReport } from "../../src/sync/sync-job.js";
 import { buildCli, runCli } from "../cli/built-cli.js";
 import { FakeGitHub } from "../support/fake-github.js";
-import { corpusRpm } from "./harness.js";
+import { corpusRpm, syncDeps } from "./harness.js";
 
 let gh: FakeGitHub;
 let cli: { mainJs: string; remove: () => void };
@@ -126,5 +129,41 @@ describe("reposync sync and status", () => {
     const unknown = await run("sync", "nope");
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toMatch(/no remote named "nope"/);
+  });
+
+  it("a remote added with the add-remote command is primed by a running syncer in another process", async () => {
+    gh.addRepo({ owner: "acme", repo: "fresh" });
+    gh.addRelease("acme", "fresh", {
+      tag: "v1",
+      assets: [{ name: "archer.rpm", content: corpusRpm("Archer-3.4.5-6.x86_64.rpm") }],
+    });
+    const db = await openDatabase(join(dir, "reposync.db"));
+    let primed: (r: SyncReport) => void = () => undefined;
+    const report = new Promise<SyncReport>((resolve) => {
+      primed = resolve;
+    });
+    const syncer = createSyncer(syncDeps(db, gh, { clock: systemClock }), {
+      workers: 1,
+      pollIntervalMs: 60_000,
+      onReport: (r) => {
+        if (r.remote === "fresh") primed(r);
+      },
+    });
+    try {
+      syncer.start();
+      const added = await run("add-remote", "fresh", "acme/fresh");
+      expect(added.code).toBe(0);
+      expect(await report).toMatchObject({ status: "ok", summary: { packages: 1 } });
+    } finally {
+      await syncer.stop();
+      await db.close();
+    }
+    const status = JSON.parse((await run("status", "--json")).stdout) as {
+      remotes: { name: string; packages: number; lastResult: string }[];
+    };
+    expect(status.remotes.find((r) => r.name === "fresh")).toMatchObject({
+      packages: 1,
+      lastResult: "ok",
+    });
   });
 });
