@@ -28,15 +28,40 @@ export async function requestSync(db: Queryable, names: readonly string[]): Prom
 }
 
 /**
- * Clears the request mark of `remote` once a sync has claimed its lease, unless a newer request
- * came in after the one the syncer saw (`seen`, database clock): that one asks for a sync after
- * this one, and stays.
+ * Takes the request mark of `remote` that the syncer saw (`seen`, database clock), atomically:
+ * of several replicas that saw the same request, exactly one gets true and primes the remote;
+ * the others skip it, so one `reposync sync` costs one scan however many servers run. A newer
+ * mark (set after `seen`) is not taken: it asks for a sync after this one.
  */
-export async function clearSyncRequest(db: Queryable, remote: string, seen: number): Promise<void> {
-  await db.exec(
+export async function takeSyncRequest(
+  db: Queryable,
+  remote: string,
+  seen: number,
+): Promise<boolean> {
+  const n = await db.exec(
     sql(
       `update remotes set sync_requested_at = null
-       where name = $1 and sync_requested_at <= $2`,
+       where name = $1 and sync_requested_at = $2`,
+      remote,
+      seen,
+    ),
+  );
+  return n > 0;
+}
+
+/**
+ * Puts a taken request back when its sync could not start (another process holds the lease,
+ * for a scan that may have listed the releases before the request was made). A newer mark that
+ * arrived meanwhile is kept as it is.
+ */
+export async function restoreSyncRequest(
+  db: Queryable,
+  remote: string,
+  seen: number,
+): Promise<void> {
+  await db.exec(
+    sql(
+      `update remotes set sync_requested_at = coalesce(sync_requested_at, $2) where name = $1`,
       remote,
       seen,
     ),
@@ -46,15 +71,19 @@ export async function clearSyncRequest(db: Queryable, remote: string, seen: numb
 /** A remote that wants a sync, and whether it is a prime (skipping the recency gate). */
 export interface SyncWork {
   readonly remote: string;
-  /** Never synced, or asked for with `reposync sync`: sync even if synced a moment ago. */
+  /**
+   * Asked for with `reposync sync`: sync even if synced a moment ago. A never-synced remote is
+   * not a prime here: the recency gate lets it through anyway, and keeps it from being scanned
+   * twice when two replicas find it in the same second.
+   */
   readonly prime: boolean;
   /** The request mark seen, epoch ms (database clock), to clear exactly it. */
   readonly requestedAt: number | null;
 }
 
 /**
- * The remotes that want a sync now and whose lease is free: requested ones and never-synced ones
- * (primes), and with `includeDue` also those whose interval has passed. The syncer runs this
+ * The remotes that want a sync now and whose lease is free: requested ones (primes) and
+ * never-synced ones, and with `includeDue` also those whose interval has passed. The syncer runs this
  * every second without `includeDue` (a new remote or a request is picked up at once) and on each
  * scheduler tick with it. Every condition is judged by the database clock, as the lease is.
  */
@@ -67,8 +96,7 @@ export async function findSyncWork(
   const rows = await db.query<{ name: string; prime: number; sync_requested_at: number | null }>(
     sql(
       `select r.name, r.sync_requested_at,
-              case when r.sync_requested_at is not null or s.last_synced_at is null
-                   then 1 else 0 end as prime
+              case when r.sync_requested_at is not null then 1 else 0 end as prime
        from remotes r left join github_rpm_sync_state s on s.remote_name = r.name
        where (s.sync_lease_expires is null or s.sync_lease_expires <= ${now})
          and (r.sync_requested_at is not null or s.last_synced_at is null ${due})

@@ -9,7 +9,7 @@ import type { Remote } from "../store/remote-input.js";
 import { findRemote } from "../store/remotes.js";
 import { claimSyncLease, getSyncState, releaseSyncLease } from "../store/sync-lease.js";
 import { loadListing, type SyncSummary, saveSyncRecord } from "../store/sync-records.js";
-import { clearSyncRequest } from "../store/sync-requests.js";
+import { restoreSyncRequest, takeSyncRequest } from "../store/sync-requests.js";
 import { type CommitResult, commitSync, type ReadAsset } from "./commit-sync.js";
 import { type DeriveOutcome, deriveAsset } from "./derive-asset.js";
 import { keepLease } from "./lease-keeper.js";
@@ -50,7 +50,10 @@ export interface SyncProgress {
 export interface SyncJobOptions {
   /** Skip the recency gate (new remote, `sync --now`, a request); a live lease still wins. */
   readonly prime?: boolean;
-  /** The request mark this job answers (database clock), cleared once the lease is claimed. */
+  /**
+   * The request mark this job answers (database clock). The job takes it first and skips when
+   * another process took it; it is put back when the lease is busy.
+   */
   readonly requestedAt?: number | null;
   /** Shutdown: the job ends at the next safe point and still commits what it read. */
   readonly signal?: AbortSignal;
@@ -62,7 +65,10 @@ export type SyncReport =
   | {
       readonly remote: string;
       readonly status: "skipped";
-      /** not-due: synced within its interval; busy: another process holds the lease. */
+      /**
+       * not-due: synced within its interval (or its request was taken by another process);
+       * busy: another process holds the lease; missing: the remote was removed.
+       */
       readonly reason: "not-due" | "busy" | "missing";
       readonly leaseOwner?: string;
     }
@@ -94,6 +100,12 @@ export async function runSync(
   const { db, owner } = deps;
   const remote = await findRemote(db, name);
   if (remote === undefined) return { remote: name, status: "skipped", reason: "missing" };
+  // A request mark is taken before the lease is claimed, so that of several replicas that saw
+  // it only one primes (the others would otherwise scan again right after the first).
+  const requestedAt = options.requestedAt ?? null;
+  if (requestedAt !== null && !(await takeSyncRequest(db, name, requestedAt))) {
+    return { remote: name, status: "skipped", reason: "not-due" };
+  }
   const claim = await claimSyncLease(db, {
     remote: name,
     owner,
@@ -101,6 +113,7 @@ export async function runSync(
     ...(deps.leaseMs !== undefined ? { leaseMs: deps.leaseMs } : {}),
   });
   if (claim === undefined) {
+    if (requestedAt !== null) await restoreSyncRequest(db, name, requestedAt);
     const state = await getSyncState(db, name);
     return state?.leaseLive === true
       ? {
@@ -110,9 +123,6 @@ export async function runSync(
           ...(state.leaseOwner ? { leaseOwner: state.leaseOwner } : {}),
         }
       : { remote: name, status: "skipped", reason: "not-due" };
-  }
-  if (options.requestedAt !== undefined && options.requestedAt !== null) {
-    await clearSyncRequest(db, name, options.requestedAt);
   }
   const keeper = keepLease({
     db,

@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Database } from "../../src/store/port.js";
+import { sql } from "../../src/store/port.js";
 import { latestSnapshot } from "../../src/store/snapshots.js";
+import { claimSyncLease, releaseSyncLease } from "../../src/store/sync-lease.js";
 import { findSyncWork, requestSync } from "../../src/store/sync-requests.js";
 import { runSync, type SyncReport } from "../../src/sync/sync-job.js";
 import { Syncer } from "../../src/sync/syncer.js";
@@ -141,5 +143,57 @@ describe.each(DIALECTS)("the syncer on %s", (dialect) => {
     }
     expect(gh.apiRequests(`/api/v3/repos/${owner}/${repo}/releases`)).toBe(1);
     await Promise.all([a.syncer.stop(), b.syncer.stop()]);
+  });
+
+  it("answers one request with one scan when two processes see it", async () => {
+    const clock = new FakeClock();
+    const { owner, repo, name } = await newRemote(t.db(), gh);
+    gh.addRelease(owner, repo, { tag: "v1", assets: [{ name: "a.rpm", content: archer }] });
+    await runSync(syncDeps(t.db(), gh, { clock }), name, { prime: true });
+    const listPath = `/api/v3/repos/${owner}/${repo}/releases`;
+    const listed = gh.apiRequests(listPath);
+    const a = instrumentedSyncer(t.db(), clock, "replica-a");
+    const b = instrumentedSyncer(await t.open(), clock, "replica-b");
+    a.syncer.start();
+    b.syncer.start();
+    await Promise.all([a.polled(1), b.polled(1)]);
+
+    await requestSync(t.db(), [name]);
+    await clock.advance(1000);
+    await Promise.all([a.polled(2), b.polled(2)]);
+    await settle();
+    const reports = await Promise.all([...a.jobs, ...b.jobs]);
+    expect(reports.filter((r) => r.status === "ok")).toHaveLength(1);
+    expect(gh.apiRequests(listPath)).toBe(listed + 1);
+    await Promise.all([a.syncer.stop(), b.syncer.stop()]);
+  });
+
+  it("puts a request back when the lease is busy, and answers it once the lease is free", async () => {
+    const clock = new FakeClock();
+    const { owner, repo, name } = await newRemote(t.db(), gh);
+    gh.addRelease(owner, repo, { tag: "v1", assets: [{ name: "a.rpm", content: archer }] });
+    await runSync(syncDeps(t.db(), gh, { clock }), name, { prime: true });
+    await claimSyncLease(t.db(), { remote: name, owner: "replica-b", prime: true });
+    await requestSync(t.db(), [name]);
+    const [work] = await findSyncWork(t.db(), { includeDue: false });
+    // findSyncWork leaves out remotes whose lease is live; a job may still meet one.
+    expect(work).toBeUndefined();
+    const requestedAt = (
+      await t
+        .db()
+        .query<{ at: number }>(
+          sql("select sync_requested_at as at from remotes where name = $1", name),
+        )
+    )[0]?.at;
+    const deps = syncDeps(t.db(), gh, { clock });
+    const busy = await runSync(deps, name, { prime: true, requestedAt: Number(requestedAt) });
+    expect(busy).toMatchObject({ status: "skipped", reason: "busy" });
+    await releaseSyncLease(t.db(), name, "replica-b", { result: "ok" });
+    expect(await findSyncWork(t.db(), { includeDue: false })).toEqual([
+      { remote: name, prime: true, requestedAt: Number(requestedAt) },
+    ]);
+    const done = await runSync(deps, name, { prime: true, requestedAt: Number(requestedAt) });
+    expect(done).toMatchObject({ status: "ok" });
+    expect(await findSyncWork(t.db(), { includeDue: false })).toEqual([]);
   });
 });
