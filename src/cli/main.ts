@@ -5,6 +5,7 @@ import { registerIndexCommand } from "./index-command.js";
 import { registerListRemotesCommand } from "./list-remotes-command.js";
 import { registerMigrateCommand } from "./migrate-command.js";
 import { registerRemoveRemoteCommand } from "./remove-remote-command.js";
+import { registerServeCommand } from "./serve-command.js";
 import { registerStatusCommand } from "./status-command.js";
 import { addStoreOptions } from "./store-options.js";
 import { registerSyncCommand } from "./sync-command.js";
@@ -30,6 +31,7 @@ export function buildProgram(): Command {
   registerMigrateCommand(program);
   registerSyncCommand(program);
   registerStatusCommand(program);
+  registerServeCommand(program);
   return program;
 }
 

@@ -1,0 +1,169 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { ReposyncError } from "../errors.js";
+import { findPackageDownload } from "../store/package-downloads.js";
+import type { Queryable } from "../store/port.js";
+import { baseUrlOf } from "./base-url.js";
+import type { ColdWait } from "./cold-wait.js";
+import type { ServerMetrics } from "./metrics.js";
+import { isAssetFileName, isRemoteName, isRepodataFileName, parseAssetId } from "./names.js";
+import type { PackageSource } from "./package-source.js";
+import { repoFileFor } from "./repo-file.js";
+import type { RepoReader, ServedSnapshot } from "./repo-reader.js";
+import { sendBytes } from "./send-bytes.js";
+
+/** What the repository routes use. */
+export interface RepoRouteDeps {
+  readonly db: Queryable;
+  readonly reader: RepoReader;
+  readonly coldWait: ColdWait<ServedSnapshot>;
+  readonly coldWaitMs: number;
+  readonly packages: PackageSource;
+  readonly metrics: ServerMetrics;
+  /** Aborts at shutdown: cold waits end at once (503) instead of holding the drain. */
+  readonly shutdown?: AbortSignal;
+}
+
+const badName = (what: string) => new ReposyncError("USAGE", `malformed ${what} in the URL`);
+const notFound = (what: string) => new ReposyncError("NOT_FOUND", `no such ${what}`);
+
+/**
+ * A signal that aborts when the client goes away before its response was sent in full, so a
+ * package fetch can let this caller leave (the download itself goes on for the others).
+ */
+function clientGone(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  shutdown?: AbortSignal,
+): AbortSignal {
+  const controller = new AbortController();
+  const gone = () => controller.abort(new Error("the client went away"));
+  const stopping = () => controller.abort(shutdown?.reason);
+  if (shutdown?.aborted) stopping();
+  shutdown?.addEventListener("abort", stopping, { once: true });
+  request.raw.once("aborted", gone);
+  reply.raw.once("close", () => {
+    // A long-lived server sees millions of requests: leave no listener on the shared signal.
+    shutdown?.removeEventListener("abort", stopping);
+    if (!reply.raw.writableFinished) gone();
+  });
+  return controller.signal;
+}
+
+/**
+ * The routes dnf uses: repomd.xml (revalidated on every makecache), the hashed repodata files
+ * (immutable, still served during the grace hour after a snapshot replaced them), packages, and
+ * a ready .repo file. Every name in a URL is checked against the store's rules first and only
+ * ever used as a database key: no route builds a file path from the URL.
+ */
+export function registerRepoRoutes(app: FastifyInstance, deps: RepoRouteDeps): void {
+  const { reader } = deps;
+
+  async function knownRemote(name: string) {
+    if (!isRemoteName(name)) throw badName("remote name");
+    const remote = await reader.remote(name);
+    if (remote === undefined) throw notFound(`remote "${name}"`);
+    return remote;
+  }
+
+  app.route<{ Params: { remote: string } }>({
+    // HEAD by hand: fastify's automatic HEAD route would drop our Content-Length.
+    method: ["GET", "HEAD"],
+    url: "/:remote/repodata/repomd.xml",
+    handler: async (request, reply) => {
+      const remote = await knownRemote(request.params.remote);
+      let snapshot = await reader.snapshot(remote.name);
+      if (snapshot === undefined) {
+        snapshot = await deps.coldWait.wait(remote.name, clientGone(request, reply, deps.shutdown));
+        deps.metrics.coldWait(snapshot === undefined ? "timeout" : "served");
+        if (snapshot === undefined) {
+          return reply
+            .code(503)
+            .header("retry-after", String(Math.max(1, Math.ceil(deps.coldWaitMs / 1000))))
+            .header("cache-control", "no-store")
+            .type("text/plain; charset=utf-8")
+            .send(`remote "${remote.name}" is being synced for the first time; retry shortly\n`);
+        }
+      }
+      return sendBytes(
+        request,
+        reply,
+        { kind: "buffer", bytes: snapshot.repomd },
+        {
+          etag: snapshot.etag,
+          contentType: "text/xml; charset=utf-8",
+          // Revalidated on every use: the ETag makes that a 304 when nothing changed.
+          cacheControl: "no-cache",
+          lastModified: snapshot.createdAt,
+        },
+      );
+    },
+  });
+
+  app.route<{ Params: { remote: string; file: string } }>({
+    // HEAD by hand: fastify's automatic HEAD route would drop our Content-Length.
+    method: ["GET", "HEAD"],
+    url: "/:remote/repodata/:file",
+    handler: async (request, reply) => {
+      const remote = await knownRemote(request.params.remote);
+      const { file } = request.params;
+      if (!isRepodataFileName(file)) throw badName("repodata file name");
+      const bytes = await reader.file(remote.name, file);
+      if (bytes === undefined) throw notFound(`repodata file "${file}"`);
+      return sendBytes(
+        request,
+        reply,
+        { kind: "buffer", bytes },
+        {
+          // The name carries the file's sha256, so it is its own validator.
+          etag: `"${file}"`,
+          contentType: file.endsWith(".gz") ? "application/gzip" : "application/octet-stream",
+          cacheControl: "public, max-age=31536000, immutable",
+        },
+      );
+    },
+  });
+
+  app.route<{ Params: { remote: string; assetId: string; name: string } }>({
+    // HEAD by hand: fastify's automatic HEAD route would drop our Content-Length.
+    method: ["GET", "HEAD"],
+    url: "/:remote/packages/:assetId/:name",
+    handler: async (request, reply) => {
+      const remote = await knownRemote(request.params.remote);
+      const assetId = parseAssetId(request.params.assetId);
+      if (assetId === undefined) throw badName("asset id");
+      if (!isAssetFileName(request.params.name)) throw badName("package file name");
+      const pkg = await findPackageDownload(deps.db, remote.name, assetId);
+      if (pkg === undefined || pkg.name !== request.params.name) {
+        throw notFound(`package ${assetId}/${request.params.name}`);
+      }
+      const signal = clientGone(request, reply, deps.shutdown);
+      if (remote.packageMode === "redirect") {
+        const location = await deps.packages.redirect(remote, pkg, signal);
+        return reply.code(302).header("cache-control", "no-store").redirect(location, 302);
+      }
+      const stored = await deps.packages.stored(remote, pkg, signal);
+      return sendBytes(
+        request,
+        reply,
+        { kind: "file", path: stored.path, size: stored.size },
+        {
+          etag: `"${stored.sha256}"`,
+          contentType: "application/x-rpm",
+          // An asset id can be re-uploaded with new bytes; the digest ETag makes revalidation cheap.
+          cacheControl: "public, no-cache",
+        },
+      );
+    },
+  });
+
+  // `/<remote>.repo`: one parametric segment, since a route cannot split "name" from ".repo".
+  app.get<{ Params: { file: string } }>("/:file", async (request, reply) => {
+    const { file } = request.params;
+    if (!file.endsWith(".repo")) throw notFound("page");
+    const remote = await knownRemote(file.slice(0, -".repo".length));
+    return reply
+      .type("text/plain; charset=utf-8")
+      .header("cache-control", "no-cache")
+      .send(repoFileFor(remote, baseUrlOf(request)));
+  });
+}
