@@ -13,6 +13,7 @@ import { restoreSyncRequest, takeSyncRequest } from "../store/sync-requests.js";
 import { type CommitResult, commitSync, type ReadAsset } from "./commit-sync.js";
 import { type DeriveOutcome, deriveAsset } from "./derive-asset.js";
 import { keepLease } from "./lease-keeper.js";
+import { untilAborted } from "./until-aborted.js";
 
 /** Where a sync job reports; pino's logger fits. */
 export interface SyncLogger {
@@ -163,12 +164,11 @@ async function scan(
 
   let listed: ListReleasesResult;
   try {
-    listed = await listReleases(client, {
-      owner: repoOwner,
-      repo: repoName,
-      storedPages: await loadListing(db, name),
+    const storedPages = await loadListing(db, name);
+    listed = await untilAborted(
+      listReleases(client, { owner: repoOwner, repo: repoName, storedPages, signal }),
       signal,
-    });
+    );
   } catch (err) {
     const reason = signal.aborted && isReposyncError(signal.reason) ? signal.reason : err;
     const error = `listing releases of ${remote.repo}: ${oneLine(reason)}`;

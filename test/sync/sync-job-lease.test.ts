@@ -1,11 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { GitHubClients } from "../../src/github/client.js";
+import { TokenBucket } from "../../src/github/token-bucket.js";
 import { listStoredAssets } from "../../src/store/assets.js";
 import { sql } from "../../src/store/port.js";
 import { getSyncState } from "../../src/store/sync-lease.js";
 import { runSync, type SyncDeps } from "../../src/sync/sync-job.js";
 import { FakeClock } from "../github/fake-clock.js";
 import { DIALECTS, useFreshDatabase } from "../store/harness.js";
-import { FakeGitHub } from "../support/fake-github.js";
+import { FakeGitHub, secondaryRateLimitFault } from "../support/fake-github.js";
 import { corpusRpm, newRemote, syncDeps } from "./harness.js";
 
 const archer = corpusRpm("Archer-3.4.5-6.x86_64.rpm");
@@ -109,5 +111,42 @@ describe.each(DIALECTS)("the sync job's lease on %s", (dialect) => {
     expect(report.status === "error" && report.error).toMatch(/passed to another process/);
     expect(await listStoredAssets(t.db(), name)).toEqual([]);
     expect(await getSyncState(t.db(), name)).toMatchObject({ leaseOwner: "replica-b" });
+  });
+
+  it("ends at once on shutdown while the listing waits out a secondary rate limit", async () => {
+    const { owner, repo, name } = await newRemote(t.db(), gh);
+    gh.addRelease(owner, repo, { tag: "v1", assets: [{ name: "a.rpm", content: archer }] });
+    // Two minutes of retry-after, in real seconds: longer than this test may take.
+    gh.fault({ ...secondaryRateLimitFault(120), path: /\/releases$/ });
+    let limited: () => void = () => undefined;
+    const answered = new Promise<void>((resolve) => {
+      limited = resolve;
+    });
+    // The client says when GitHub's limit answer arrived and its wait began: the explicit signal.
+    const clients = new GitHubClients({
+      bucket: new TokenBucket({ rate: 100_000, burst: 100_000 }),
+      retry: { retryAfterUnitMs: 1000 },
+      logger: {
+        warn: (_o, msg) => {
+          if (msg === "GitHub rate limit answered") limited();
+        },
+        debug: () => undefined,
+      },
+    });
+    const deps: SyncDeps = {
+      ...syncDeps(t.db(), gh, { clock: new FakeClock() }),
+      client: (url, token) => clients.get(url, token),
+    };
+    const stop = new AbortController();
+    const job = runSync(deps, name, { prime: true, signal: stop.signal });
+    await answered;
+    stop.abort();
+    const report = await job;
+    expect(report).toMatchObject({ status: "error" });
+    expect(report.status === "error" && report.error).toMatch(/stopped/);
+    expect(await getSyncState(t.db(), name)).toMatchObject({
+      leaseOwner: null,
+      lastResult: "error",
+    });
   });
 });
