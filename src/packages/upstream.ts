@@ -67,6 +67,24 @@ export function createGitHubUpstream<P extends GitHubPackage>(
         `${pkg.name}: upstream has ${length} bytes, the package ${pkg.size}`,
       );
     }
-    return response.body;
+    return bodyKeepingResponse(response, response.body);
   };
+}
+
+/**
+ * The body, read through a generator that keeps `response` reachable until it is read. undici
+ * cancels the body of a Response that is garbage-collected while that body is still unlocked, and
+ * the store creates its folder and temporary file before it takes a reader: returning the bare
+ * stream let a collection in between end the download as 0 bytes (UPSTREAM_MISMATCH) under load.
+ * Returning early from the generator (a mismatch) cancels the stream, as the store expects.
+ */
+async function* bodyKeepingResponse(
+  response: Response,
+  body: ReadableStream<Uint8Array>,
+): AsyncGenerator<Uint8Array> {
+  try {
+    yield* body;
+  } finally {
+    void response;
+  }
 }
