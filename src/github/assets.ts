@@ -41,6 +41,8 @@ export interface AssetHeaderResult {
   readonly bytes: number;
   /** True when the file was downloaded whole, to hash it. */
   readonly downloaded: boolean;
+  /** The route that worked: a caller reading many assets of one repo can go straight to it. */
+  readonly access: "browser" | "api";
 }
 
 const MAX_REDIRECTS = 5;
@@ -77,6 +79,7 @@ export async function readAssetHeader(
         requests: source.requests,
         bytes: source.bytes,
         downloaded: false,
+        access: source.access,
       };
     }
     // A failure mid-stream restarts the download: a half-hashed file is worth nothing.
@@ -85,7 +88,14 @@ export async function readAssetHeader(
       await source.startDownload();
       const { pkg } = await readRpmHeader(source.reader, headerOptions);
       const sha256 = await source.finishHash();
-      return { pkg, sha256, requests: source.requests, bytes: source.bytes, downloaded: true };
+      return {
+        pkg,
+        sha256,
+        requests: source.requests,
+        bytes: source.bytes,
+        downloaded: true,
+        access: source.access,
+      };
     });
   } catch (err) {
     throw toReposyncError(err, `reading asset ${asset.name} (${asset.assetId})`, options.signal);
@@ -142,6 +152,11 @@ class AssetSource {
   /** Where the bytes were found last (the CDN after a redirect): later ranges go there directly. */
   private resolved: string | undefined;
   private useApi: boolean;
+
+  /** The route in use: `api` once the public URL was refused (a private repo). */
+  get access(): "browser" | "api" {
+    return this.useApi ? "api" : "browser";
+  }
 
   constructor(
     private readonly client: GitHubClient,

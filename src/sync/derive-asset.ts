@@ -21,6 +21,8 @@ export type DeriveOutcome =
       readonly record: PackageRecord;
       readonly requests: number;
       readonly downloaded: boolean;
+      /** The route that worked, for the next asset of the same remote. */
+      readonly access: "browser" | "api";
     }
   | { readonly kind: "failed"; readonly reason: string }
   | { readonly kind: "deferred"; readonly error: ReposyncError; readonly stop: boolean };
@@ -110,6 +112,7 @@ export async function deriveAsset(
       kind: "package",
       requests: read.requests,
       downloaded: read.downloaded,
+      access: read.access,
       record: {
         remote: options.remote,
         assetId: asset.assetId,

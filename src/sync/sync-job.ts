@@ -200,6 +200,9 @@ async function scan(
   const deferred: string[] = [];
   let failed = 0;
   let stopped = false;
+  // A private repo answers 404 on the public download URL; once one asset needed the API
+  // route, the rest go straight to it instead of paying that 404 (and a bucket token) each.
+  let access: "auto" | "api" = "auto";
   options.onProgress?.({ remote: name, read: 0, total: toRead.length });
   for (const [i, asset] of toRead.entries()) {
     const outcome: DeriveOutcome | undefined =
@@ -208,10 +211,12 @@ async function scan(
         : await deriveAsset(client, asset, {
             remote: name,
             changelogLimit: deps.changelogLimit ?? 10,
+            access,
             signal,
           });
     if (outcome?.kind === "package") {
       read.push({ asset, record: outcome.record });
+      if (outcome.access === "api") access = "api";
     } else if (outcome?.kind === "failed") {
       failed++;
       read.push({ asset, error: outcome.reason });

@@ -248,6 +248,23 @@ describe.each(DIALECTS)("the sync job on %s", (dialect) => {
     expect(gh.counters.cdnAuthRejected).toBe(0);
   });
 
+  it("reads a private repository's assets through the API after one refused public URL, not one per asset", async () => {
+    const { owner, repo, name } = await newRemote(t.db(), gh, { private: true });
+    gh.addRelease(owner, repo, {
+      tag: "v1",
+      assets: [
+        { name: "a.rpm", content: archer, updatedAt: T1 },
+        { name: "b.rpm", content: rimmer, updatedAt: T1 },
+        { name: "c.rpm", content: kernel, updatedAt: T1 },
+      ],
+    });
+    const browserBefore = gh.counters.browser;
+    const report = await runSync(syncDeps(t.db(), gh, { clock: clock() }), name, { prime: true });
+    expect(report).toMatchObject({ status: "ok", summary: { packages: 3 } });
+    // The first asset tries the public URL (404) and falls back; the next two go to the API.
+    expect(gh.counters.browser - browserBefore).toBe(1);
+  });
+
   it("hashes a digest-less asset with one full download, and copes with a CDN that ignores Range", async () => {
     const { owner, repo, name } = await newRemote(t.db(), gh);
     const rel = gh.addRelease(owner, repo, {
