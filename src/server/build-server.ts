@@ -69,7 +69,10 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   app.setErrorHandler((err, request, reply) => {
     if (isReposyncError(err)) {
       const status = httpStatusFor(err.code);
-      if (status >= 500) request.log.warn({ err, code: err.code }, "request failed");
+      // A client that is gone is no server trouble; everything else 5xx is worth a line.
+      if (status >= 500 && !request.raw.destroyed) {
+        request.log.warn({ err, code: err.code }, "request failed");
+      }
       return reply.code(status).send({ error: err.code, message: err.message });
     }
     const status = (err as { statusCode?: unknown }).statusCode;

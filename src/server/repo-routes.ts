@@ -138,10 +138,19 @@ export function registerRepoRoutes(app: FastifyInstance, deps: RepoRouteDeps): v
       }
       const signal = clientGone(request, reply, deps.shutdown);
       if (remote.packageMode === "redirect") {
-        const location = await deps.packages.redirect(remote, pkg, signal);
+        const location = await deps.packages.redirect(remote, pkg, signal).catch((err: unknown) => {
+          if (signal.aborted)
+            throw new ReposyncError("ABORTED", "the request ended early", { cause: err });
+          throw err;
+        });
         return reply.code(302).header("cache-control", "no-store").redirect(location, 302);
       }
-      const stored = await deps.packages.stored(remote, pkg, signal);
+      const stored = await deps.packages.stored(remote, pkg, signal).catch((err: unknown) => {
+        // The client left (or we are stopping) while the download ran on for the others.
+        if (signal.aborted)
+          throw new ReposyncError("ABORTED", "the request ended early", { cause: err });
+        throw err;
+      });
       return sendBytes(
         request,
         reply,

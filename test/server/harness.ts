@@ -61,6 +61,8 @@ export interface TestServer {
   readonly primes: string[];
   /** Bumped at each prime asked for: the signal that a request is in its cold wait. */
   readonly primed: Countdown;
+  /** Bumped at each package cache miss: the signal that a request waits for a download. */
+  readonly misses: Countdown;
   /** Calls the server's "a sync of this remote ended" listeners. */
   synced(remote: string): void;
   close(): Promise<void>;
@@ -80,10 +82,17 @@ export async function testServer(
   const metrics = new ServerMetrics();
   const deps = syncDeps(db, gh, { clock: systemClock });
   const clientFor = () => deps.client(gh.apiUrl, gh.token);
+  const misses = new Countdown();
   const cache = new PackageCache<RemotePackage>({
     store,
     fetchUpstream: createGitHubUpstream<RemotePackage>({ clientFor }),
-    metrics: metrics.packageCache,
+    metrics: {
+      ...metrics.packageCache,
+      miss: () => {
+        metrics.packageCache.miss?.();
+        misses.bump();
+      },
+    },
     stopGraceMs: 0,
   });
   await cache.start();
@@ -110,11 +119,16 @@ export async function testServer(
     store,
     primes,
     primed,
+    misses,
     synced: (remote) => {
       for (const l of listeners) l(remote);
     },
     close: async () => {
-      await app.close();
+      // fetch() leaves an aborted request's socket open until its keep-alive timeout, and
+      // close() would wait for it; these tests are not about draining (see the daemon's).
+      const closing = app.close();
+      app.server.closeAllConnections();
+      await closing;
       await cache.stop();
       await rm(dir, { recursive: true, force: true });
     },
