@@ -35,6 +35,8 @@ export interface DaemonOptions {
   readonly requestPollMs?: number;
   /** Overrides DRAIN_MS (tests of the cut). */
   readonly drainMs?: number;
+  /** Overrides CACHE_GRACE_MS (tests). */
+  readonly cacheGraceMs?: number;
 }
 
 /**
@@ -156,7 +158,7 @@ export class Daemon {
         fetchUpstream: createGitHubUpstream<RemotePackage>({
           clientFor: (pkg) => clientFor(pkg.remote),
         }),
-        stopGraceMs: CACHE_GRACE_MS,
+        stopGraceMs: this.options.cacheGraceMs ?? CACHE_GRACE_MS,
         metrics: metrics.packageCache,
         clock,
       });
