@@ -79,7 +79,7 @@ export async function testServer(
 ): Promise<TestServer> {
   const dir = await mkdtemp(path.join(tmpdir(), "reposync-server-"));
   const store = new ContentStore({ root: path.join(dir, "packages") });
-  const metrics = new ServerMetrics();
+  const metrics = overrides.metrics ?? new ServerMetrics();
   const deps = syncDeps(db, gh, { clock: systemClock });
   const clientFor = () => deps.client(gh.apiUrl, gh.token);
   const misses = new Countdown();
