@@ -6,15 +6,11 @@ import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
 import { ReposyncError } from "../errors.js";
 import { findRpmFiles } from "./find-rpm-files.js";
+import { type IndexedBatch, indexBatch } from "./index-batch.js";
 import type { IndexWorkerRequest, IndexWorkerResponse } from "./index-worker.js";
-import {
-  type IndexedPackage,
-  indexPackageFile,
-  type PackageFileOutcome,
-  READ_CHUNK,
-} from "./package-file.js";
+import { READ_CHUNK } from "./package-file.js";
 import { writeRepodataDirectory } from "./repodata-directory.js";
-import { buildSnapshot, compareLocations, type RepodataSnapshot } from "./snapshot.js";
+import { compareLocations, type RepodataSnapshot, SnapshotWriter } from "./snapshot.js";
 
 /** Options of `indexDirectory`. */
 export interface IndexDirectoryOptions {
@@ -64,33 +60,32 @@ function workerScriptExists(): boolean {
   return WORKER_URL.pathname.endsWith(".js") && existsSync(fileURLToPath(WORKER_URL));
 }
 
-/** Processes `hrefs` in this thread, yielding now and then so timers (a progress bar) run. */
+/** Processes the batches in this thread, in order, yielding between them so timers run. */
 async function inThisThread(
   dir: string,
-  hrefs: readonly string[],
+  batches: readonly (readonly string[])[],
   changelogLimit: number,
-  onOutcome: (outcome: PackageFileOutcome) => void,
+  onBatch: (index: number, batch: IndexedBatch) => void,
 ): Promise<void> {
   const buffer = Buffer.allocUnsafe(READ_CHUNK);
-  for (let i = 0; i < hrefs.length; i++) {
-    onOutcome(await indexPackageFile(dir, hrefs[i] as string, changelogLimit, buffer));
-    if (i % BATCH === BATCH - 1) await yieldToEventLoop();
+  for (const [index, hrefs] of batches.entries()) {
+    onBatch(index, await indexBatch(dir, hrefs, changelogLimit, buffer));
+    await yieldToEventLoop();
   }
 }
 
 /**
- * Processes `hrefs` on `threads` workers, each pulling the next batch when it answers one. The
- * first bug in any worker rejects the whole run; the workers are always terminated.
+ * Processes the batches on `threads` workers, each pulling the next batch when it answers one,
+ * so batches finish roughly (not exactly) in order. The first bug in any worker rejects the
+ * whole run; the workers are always terminated.
  */
 async function inWorkers(
   dir: string,
-  hrefs: readonly string[],
+  batches: readonly (readonly string[])[],
   changelogLimit: number,
   threads: number,
-  onOutcome: (outcome: PackageFileOutcome) => void,
+  onBatch: (index: number, batch: IndexedBatch) => void,
 ): Promise<void> {
-  const batches: string[][] = [];
-  for (let i = 0; i < hrefs.length; i += BATCH) batches.push(hrefs.slice(i, i + BATCH));
   const workers = Array.from(
     { length: Math.min(threads, batches.length) },
     () => new Worker(WORKER_URL, { resourceLimits: { maxOldGenerationSizeMb: WORKER_HEAP_MB } }),
@@ -100,28 +95,25 @@ async function inWorkers(
       let next = 0;
       let busy = 0;
       const feed = (worker: Worker): void => {
-        const hrefsOfBatch = batches[next++];
-        if (hrefsOfBatch === undefined) {
+        const index = next++;
+        const hrefs = batches[index];
+        if (hrefs === undefined) {
           if (busy === 0) resolve();
           return;
         }
         busy++;
-        worker.postMessage({
-          dir,
-          hrefs: hrefsOfBatch,
-          changelogLimit,
-        } satisfies IndexWorkerRequest);
-      };
-      for (const worker of workers) {
-        worker.on("message", (response: IndexWorkerResponse) => {
+        worker.once("message", (response: IndexWorkerResponse) => {
           busy--;
           if ("error" in response) {
             reject(new Error(`index worker failed: ${response.error}`));
             return;
           }
-          for (const outcome of response.outcomes) onOutcome(outcome);
+          onBatch(index, response.batch);
           feed(worker);
         });
+        worker.postMessage({ dir, hrefs, changelogLimit } satisfies IndexWorkerRequest);
+      };
+      for (const worker of workers) {
         worker.on("error", reject);
         worker.on("exit", (code) => {
           if (code !== 0) reject(new Error(`index worker exited with code ${code}`));
@@ -140,40 +132,62 @@ async function inWorkers(
  * (field for field; see docs/rpm-repodata.md). A file that is not a readable RPM is skipped and
  * reported through `onSkip`; the repodata is swapped in atomically. The revision is the newest
  * package's file time, so indexing unchanged files again gives the same bytes.
+ *
+ * The files are sorted into snapshot order before any is read, and batches are compressed as
+ * they come back (a batch that overtakes an earlier one waits for it), so assembling the
+ * snapshot overlaps reading instead of following it.
  */
 export async function indexDirectory(
   dir: string,
   options: IndexDirectoryOptions,
 ): Promise<IndexDirectoryResult> {
   await requireDirectory(dir);
-  const files = await findRpmFiles(dir);
-  const indexed: IndexedPackage[] = [];
+  const files = (await findRpmFiles(dir)).sort(compareLocations);
+  const batches: string[][] = [];
+  for (let i = 0; i < files.length; i += BATCH) batches.push(files.slice(i, i + BATCH));
+
+  // The root elements state the package count before the first package. Skips are rare, so the
+  // count is taken to be every file found; if any file is skipped, the snapshot is written again
+  // at the end from the batches held here, with the true count (a batch's XML holds only the
+  // packages that were indexed, so nothing else changes).
+  let writer = new SnapshotWriter(files.length);
+  const held: IndexedBatch[] = [];
+  let written = 0;
+  let packages = 0;
   let skipped = 0;
+  let revision = 0;
   let done = 0;
   options.onProgress?.(0, files.length);
-  const onOutcome = (outcome: PackageFileOutcome): void => {
-    if (outcome.ok) {
-      indexed.push(outcome.indexed);
-    } else {
-      skipped++;
-      options.onSkip?.(outcome.href, outcome.reason);
+  const onBatch = (index: number, batch: IndexedBatch): void => {
+    held[index] = batch;
+    packages += batch.packages;
+    skipped += batch.skipped.length;
+    revision = Math.max(revision, batch.newestFileTime);
+    for (const skip of batch.skipped) options.onSkip?.(skip.href, skip.reason);
+    for (let ready = held[written]; ready !== undefined; ready = held[++written]) {
+      writer.add(ready.packages, ready.xml);
     }
-    options.onProgress?.(++done, files.length);
+    done += batch.packages + batch.skipped.length;
+    options.onProgress?.(done, files.length);
   };
 
-  const threads = options.threads ?? Math.min(availableParallelism(), 4);
-  if (threads > 0 && files.length > BATCH && workerScriptExists()) {
-    await inWorkers(dir, files, options.changelogLimit, threads, onOutcome);
-  } else {
-    await inThisThread(dir, files, options.changelogLimit, onOutcome);
+  try {
+    const threads = options.threads ?? Math.min(availableParallelism(), 4);
+    if (threads > 0 && files.length > BATCH && workerScriptExists()) {
+      await inWorkers(dir, batches, options.changelogLimit, threads, onBatch);
+    } else {
+      await inThisThread(dir, batches, options.changelogLimit, onBatch);
+    }
+  } catch (err) {
+    writer.abort();
+    throw err;
   }
-
-  indexed.sort((a, b) => compareLocations(a.href, b.href));
-  const revision = indexed.reduce((max, p) => Math.max(max, p.fileTime), 0);
-  const snapshot = await buildSnapshot(
-    indexed.map((p) => p.fragments),
-    { packages: indexed.length, revision },
-  );
+  if (skipped > 0) {
+    writer.abort();
+    writer = new SnapshotWriter(packages);
+    for (const batch of held) writer.add(batch.packages, batch.xml);
+  }
+  const snapshot = await writer.finish(revision);
   const repodataDir = await writeRepodataDirectory(dir, snapshot);
-  return { packages: indexed.length, skipped, repodataDir, snapshot };
+  return { packages, skipped, repodataDir, snapshot };
 }

@@ -1,8 +1,9 @@
 import { parentPort } from "node:worker_threads";
-import { indexPackageFile, type PackageFileOutcome, READ_CHUNK } from "./package-file.js";
+import { type IndexedBatch, indexBatch } from "./index-batch.js";
+import { READ_CHUNK } from "./package-file.js";
 
 /**
- * Worker thread of `indexDirectory`: receives batches of files, answers with their outcomes.
+ * Worker thread of `indexDirectory`: receives batches of files, answers with their joined XML.
  * Parsing and rendering are JavaScript, so threads are how `index` uses more than one core.
  */
 
@@ -13,21 +14,22 @@ export interface IndexWorkerRequest {
   readonly changelogLimit: number;
 }
 
-/** A worker's answer: outcomes in the order of the request, or the bug that stopped it. */
-export type IndexWorkerResponse =
-  | { readonly outcomes: readonly PackageFileOutcome[] }
-  | { readonly error: string };
+/** A worker's answer: the indexed batch, or the bug that stopped it. */
+export type IndexWorkerResponse = { readonly batch: IndexedBatch } | { readonly error: string };
 
 const port = parentPort;
 if (port !== null) {
   const buffer = Buffer.allocUnsafe(READ_CHUNK);
   port.on("message", async (request: IndexWorkerRequest) => {
     try {
-      const outcomes: PackageFileOutcome[] = [];
-      for (const href of request.hrefs) {
-        outcomes.push(await indexPackageFile(request.dir, href, request.changelogLimit, buffer));
-      }
-      port.postMessage({ outcomes } satisfies IndexWorkerResponse);
+      const batch = await indexBatch(request.dir, request.hrefs, request.changelogLimit, buffer);
+      const { primary, filelists, other } = batch.xml;
+      // Transferred, not copied: the blocks are the bulk of what a worker produces.
+      port.postMessage({ batch } satisfies IndexWorkerResponse, [
+        primary.buffer,
+        filelists.buffer,
+        other.buffer,
+      ]);
     } catch (err) {
       port.postMessage({
         error: err instanceof Error ? (err.stack ?? err.message) : String(err),

@@ -93,36 +93,30 @@ class GzipOutput {
   private readonly openHash = createHash("sha256");
   private openSize = 0;
   private readonly chunks: Buffer[] = [];
-  private pending: string[] = [];
-  private pendingLength = 0;
 
   constructor(readonly type: RepodataType) {
     this.gzip.on("data", (chunk: Buffer) => this.chunks.push(chunk));
   }
 
   /**
-   * Buffers small fragments into chunks of about 64 KiB: one zlib call per fragment would cost
-   * a thread-pool round trip each, which dominates for thousands of packages.
+   * Hashes `bytes` and queues them for zlib, which compresses on its thread pool; the three
+   * outputs of a snapshot run there side by side. False when zlib's queue is past its mark.
    */
-  async write(text: string): Promise<void> {
-    this.pending.push(text);
-    this.pendingLength += text.length;
-    if (this.pendingLength >= FLUSH_AT) await this.flush();
-  }
-
-  private async flush(): Promise<void> {
-    if (this.pending.length === 0) return;
-    const bytes = Buffer.from(this.pending.join(""), "utf8");
-    this.pending = [];
-    this.pendingLength = 0;
+  write(bytes: Uint8Array): boolean {
     this.openHash.update(bytes);
     this.openSize += bytes.length;
-    // Respect backpressure so a fast producer cannot pile up uncompressed text in zlib's queue.
-    if (!this.gzip.write(bytes)) await once(this.gzip, "drain");
+    return this.gzip.write(bytes);
+  }
+
+  async drained(): Promise<void> {
+    if (this.gzip.writableNeedDrain) await once(this.gzip, "drain");
+  }
+
+  abort(): void {
+    this.gzip.destroy();
   }
 
   async finish(): Promise<SnapshotFile> {
-    await this.flush();
     const ended = once(this.gzip, "end");
     this.gzip.end();
     await ended;
@@ -136,6 +130,66 @@ class GzipOutput {
       size: bytes.length,
       openSha256: this.openHash.digest("hex"),
       openSize: this.openSize,
+    };
+  }
+}
+
+/** Open XML of one or more consecutive packages for each of the three files, as UTF-8. */
+export type RenderedXml = Readonly<Record<RepodataType, Uint8Array>>;
+
+/**
+ * Streams packages' XML, in package order, into a snapshot. The root elements state the package
+ * count before the first package, so it is fixed up front and checked by `finish`.
+ *
+ * `add` never waits: the caller either holds the bytes anyway (and then zlib's queue costs no
+ * extra memory), or waits for `drained` when `add` says so.
+ */
+export class SnapshotWriter {
+  private readonly outputs = REPODATA_TYPES.map((type) => new GzipOutput(type));
+  private readonly roots: ReturnType<typeof rootElements>;
+  private count = 0;
+
+  constructor(private readonly packages: number) {
+    this.roots = rootElements(packages);
+    for (const o of this.outputs) o.write(Buffer.from(this.roots[o.type].open, "utf8"));
+  }
+
+  /** Appends the XML of `count` packages. False when the caller should await `drained`. */
+  add(count: number, xml: RenderedXml): boolean {
+    this.count += count;
+    let ready = true;
+    for (const o of this.outputs) ready = o.write(xml[o.type]) && ready;
+    return ready;
+  }
+
+  async drained(): Promise<void> {
+    await Promise.all(this.outputs.map((o) => o.drained()));
+  }
+
+  /** Stops the compression; the writer cannot be used after. */
+  abort(): void {
+    for (const o of this.outputs) o.abort();
+  }
+
+  /**
+   * Closes the root elements and returns the snapshot. Throws when the packages added are not
+   * the count announced, since the root elements already said so.
+   */
+  async finish(revision: number): Promise<RepodataSnapshot> {
+    if (this.count !== this.packages) {
+      this.abort();
+      throw new ReposyncError(
+        "CONFLICT",
+        `snapshot announced ${this.packages} packages but received ${this.count} fragments`,
+      );
+    }
+    for (const o of this.outputs) o.write(Buffer.from(this.roots[o.type].close, "utf8"));
+    const files = await Promise.all(this.outputs.map((o) => o.finish()));
+    return {
+      revision,
+      packages: this.count,
+      files,
+      repomd: Buffer.from(renderRepomd(files, revision), "utf8"),
     };
   }
 }
@@ -167,31 +221,38 @@ export async function buildSnapshot(
   fragments: Iterable<PackageFragments> | AsyncIterable<PackageFragments>,
   options: SnapshotOptions,
 ): Promise<RepodataSnapshot> {
-  const roots = rootElements(options.packages);
-  const outputs = REPODATA_TYPES.map((type) => new GzipOutput(type));
-  const [primary, filelists, other] = outputs as [GzipOutput, GzipOutput, GzipOutput];
-  await Promise.all(outputs.map((o) => o.write(roots[o.type].open)));
-  let count = 0;
-  for await (const fragment of fragments) {
-    await Promise.all([
-      primary.write(fragment.primary),
-      filelists.write(fragment.filelists),
-      other.write(fragment.other),
-    ]);
-    count++;
-  }
-  if (count !== options.packages) {
-    throw new ReposyncError(
-      "CONFLICT",
-      `snapshot announced ${options.packages} packages but received ${count} fragments`,
-    );
-  }
-  await Promise.all(outputs.map((o) => o.write(roots[o.type].close)));
-  const files = await Promise.all(outputs.map((o) => o.finish()));
-  return {
-    revision: options.revision,
-    packages: count,
-    files,
-    repomd: Buffer.from(renderRepomd(files, options.revision), "utf8"),
+  const writer = new SnapshotWriter(options.packages);
+  // Fragments are gathered into chunks of about 64 KiB of primary.xml: one zlib call per
+  // fragment would cost a thread-pool round trip each, which dominates for thousands of packages.
+  let pending: Record<RepodataType, string[]> = { primary: [], filelists: [], other: [] };
+  let pendingCount = 0;
+  let pendingLength = 0;
+  const flush = async (): Promise<void> => {
+    const xml = {
+      primary: Buffer.from(pending.primary.join(""), "utf8"),
+      filelists: Buffer.from(pending.filelists.join(""), "utf8"),
+      other: Buffer.from(pending.other.join(""), "utf8"),
+    };
+    const count = pendingCount;
+    pending = { primary: [], filelists: [], other: [] };
+    pendingCount = 0;
+    pendingLength = 0;
+    // Backpressure, so a fast producer cannot pile up open XML in zlib's queue.
+    if (!writer.add(count, xml)) await writer.drained();
   };
+  try {
+    for await (const fragment of fragments) {
+      pending.primary.push(fragment.primary);
+      pending.filelists.push(fragment.filelists);
+      pending.other.push(fragment.other);
+      pendingCount++;
+      pendingLength += fragment.primary.length;
+      if (pendingLength >= FLUSH_AT) await flush();
+    }
+    if (pendingCount > 0) await flush();
+  } catch (err) {
+    writer.abort();
+    throw err;
+  }
+  return writer.finish(options.revision);
 }

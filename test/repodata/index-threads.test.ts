@@ -1,6 +1,6 @@
 import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
-import { cp, mkdtemp, readdir, readFile, rm } from "node:fs/promises";
+import { cp, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -15,6 +15,14 @@ import { CORPUS_DIR, REPO_ROOT } from "../support/tools.js";
  */
 const CLI = join(REPO_ROOT, "bin", "reposync");
 const BUILT = existsSync(join(REPO_ROOT, "dist", "repodata", "index-worker.js"));
+
+/** Every file of dir/repodata, name and bytes. */
+async function repodataOf(dir: string): Promise<string[][]> {
+  const files = (await readdir(join(dir, "repodata"))).sort();
+  return Promise.all(
+    files.map(async (f) => [f, (await readFile(join(dir, "repodata", f))).toString("base64")]),
+  );
+}
 
 describe.skipIf(!BUILT)("index on worker threads (built CLI)", () => {
   let root: string;
@@ -32,6 +40,13 @@ describe.skipIf(!BUILT)("index on worker threads (built CLI)", () => {
       }
     }
     expect(names.length * 12).toBeGreaterThan(64);
+    // The same again with files that are not packages, one sorting first and one in the middle:
+    // the root elements, written before any package, must still state the true count.
+    for (const dir of ["skip-cli", "skip-lib"]) {
+      await cp(join(root, "cli"), join(root, dir), { recursive: true, preserveTimestamps: true });
+      await writeFile(join(root, dir, "set0", "0-not-a-package.rpm"), "plain text\n");
+      await writeFile(join(root, dir, "set5", "m-not-a-package.rpm"), "");
+    }
   });
 
   afterAll(async () => {
@@ -42,12 +57,24 @@ describe.skipIf(!BUILT)("index on worker threads (built CLI)", () => {
     const out = execFileSync(CLI, ["index", join(root, "cli")], { encoding: "utf8" });
     expect(out).toMatch(/^indexed \d+ packages, skipped 0, wrote /);
     await indexDirectory(join(root, "lib"), { changelogLimit: 10, threads: 0 });
-    const read = async (dir: string) => {
-      const files = (await readdir(join(dir, "repodata"))).sort();
-      return Promise.all(
-        files.map(async (f) => [f, (await readFile(join(dir, "repodata", f))).toString("base64")]),
-      );
-    };
-    expect(await read(join(root, "cli"))).toEqual(await read(join(root, "lib")));
+    expect(await repodataOf(join(root, "cli"))).toEqual(await repodataOf(join(root, "lib")));
+  });
+
+  it("writes the in-thread path's bytes when files are skipped, with the true package count", async () => {
+    const out = execFileSync(CLI, ["index", join(root, "skip-cli")], { encoding: "utf8" });
+    const indexed = await indexDirectory(join(root, "lib"), { changelogLimit: 10, threads: 0 });
+    expect(out).toMatch(
+      new RegExp(`^indexed ${indexed.packages} packages, skipped 2, wrote `, "m"),
+    );
+    const inThread = await indexDirectory(join(root, "skip-lib"), {
+      changelogLimit: 10,
+      threads: 0,
+    });
+    expect(inThread.skipped).toBe(2);
+    expect(await repodataOf(join(root, "skip-cli"))).toEqual(
+      await repodataOf(join(root, "skip-lib")),
+    );
+    // Skipping changed nothing but the count: the same packages as the folder without them.
+    expect(await repodataOf(join(root, "skip-lib"))).toEqual(await repodataOf(join(root, "lib")));
   });
 });
