@@ -79,7 +79,8 @@ export class Daemon {
   private stopping: Promise<void> | undefined;
 
   constructor(private readonly options: DaemonOptions) {
-    this.logger = options.logger ?? pino({ name: "reposync" });
+    this.logger =
+      options.logger ?? pino({ name: "reposync", level: options.config.logLevel ?? "info" });
   }
 
   /** The base URL the server listens on, once started. */

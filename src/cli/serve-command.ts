@@ -33,6 +33,7 @@ export function registerServeCommand(program: Command): void {
     "githubSyncBurst",
     "githubSyncWorkers",
     "githubSyncPollInterval",
+    "logLevel",
   ]);
   command.action(async (_opts: unknown, cmd: Command) => {
     // Every bad setting is reported here, before anything opens or listens.

@@ -27,6 +27,10 @@ export interface Setting<T> {
   readonly parse: (raw: string) => T;
 }
 
+/** pino's levels, plus `silent`. */
+export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
 function setting<T>(s: Setting<T>): Setting<T> {
   return s;
 }
@@ -118,6 +122,20 @@ export const SETTINGS = {
     help: "how long a request for a not yet synced remote waits before a 503 (e.g. 10s)",
     default: "10s",
     parse: duration,
+  }),
+  /** How much `serve` logs (pino levels); `warn` leaves out the line per request. */
+  logLevel: setting({
+    env: "REPOSYNC_LOG_LEVEL",
+    flag: "--log-level <level>",
+    help: `how much serve logs: ${LOG_LEVELS.join(", ")}`,
+    default: "info",
+    parse: (raw: string): LogLevel => {
+      const level = raw.trim().toLowerCase();
+      if (!(LOG_LEVELS as readonly string[]).includes(level)) {
+        throw new Error(`expected one of ${LOG_LEVELS.join(", ")}`);
+      }
+      return level as LogLevel;
+    },
   }),
 } as const;
 

@@ -11,6 +11,9 @@ import { RepoReader, type ServedSnapshot } from "./repo-reader.js";
 import { registerRepoRoutes } from "./repo-routes.js";
 import { registerSiteRoutes } from "./site-routes.js";
 
+/** Levels at which fastify logs no line per request. */
+const QUIET_LEVELS = new Set(["fatal", "error", "warn", "silent"]);
+
 /** Everything the HTTP server needs; the daemon builds it, tests pass their own parts. */
 export interface ServerDeps {
   readonly db: Queryable;
@@ -47,6 +50,10 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   const clock = deps.clock ?? systemClock;
   const app = Fastify({
     ...(deps.logger ? { loggerInstance: deps.logger } : { logger: false }),
+    // A child logger per request (for its reqId) only pays when request lines are logged;
+    // at warn and above the few lines left go out without it.
+    childLoggerFactory: (logger, bindings, options) =>
+      QUIET_LEVELS.has(logger.level) ? logger : logger.child(bindings, options),
     // Connections a client keeps open idle are closed at once by close(); in-flight ones finish.
     forceCloseConnections: "idle",
     // A reverse proxy in front may not pass exotic URLs through; we refuse them ourselves.
@@ -87,13 +94,16 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   app.setNotFoundHandler((_request, reply) =>
     reply.code(404).send({ error: "NOT_FOUND", message: "not found" }),
   );
-  app.addHook("onResponse", async (request, reply) => {
+  // A callback hook, not an async one: it runs on every response, and a promise per request
+  // is measurable at repomd.xml rates.
+  app.addHook("onResponse", (request, reply, done) => {
     deps.metrics.request(
       request.routeOptions.url ?? "unmatched",
       request.method,
       reply.statusCode,
       reply.elapsedTime / 1000,
     );
+    done();
   });
 
   registerSiteRoutes(app, { db: deps.db, metrics: deps.metrics });

@@ -26,6 +26,7 @@ export class ServerMetrics {
   private readonly coldWaits: Counter<"outcome">;
   private readonly cache: Counter<"event">;
   private readonly requestDuration: Histogram<"route" | "method" | "status">;
+  private readonly requestChildren = new Map<string, { observe(value: number): void }>();
 
   constructor(githubStats?: () => GitHubStats) {
     const registers = [this.registry];
@@ -122,6 +123,14 @@ export class ServerMetrics {
 
   /** Records one answered request; `route` is the route pattern, never the raw URL. */
   request(route: string, method: string, status: number, seconds: number): void {
-    this.requestDuration.observe({ route, method, status: String(status) }, seconds);
+    // prom-client hashes a label object on every observe; the children are few (routes x
+    // methods x statuses), so each is looked up once and kept.
+    const key = `${route} ${method} ${status}`;
+    let child = this.requestChildren.get(key);
+    if (!child) {
+      child = this.requestDuration.labels({ route, method, status: String(status) });
+      this.requestChildren.set(key, child);
+    }
+    child.observe(seconds);
   }
 }

@@ -9,6 +9,8 @@ import { findSnapshotFile, latestSnapshot, type StoredSnapshot } from "../store/
 export interface ServedSnapshot extends StoredSnapshot {
   /** `"<sha256 of repomd.xml>"`. */
   readonly etag: string;
+  /** createdAt as an HTTP date, made once rather than per request. */
+  readonly lastModified: string;
 }
 
 export interface RepoReaderOptions {
@@ -28,7 +30,12 @@ export interface RepoReaderOptions {
 interface Entry<T> {
   readonly value: Promise<T>;
   readonly until: number;
+  /** The value once the read has resolved, for the synchronous peek. */
+  settled?: { readonly value: T };
 }
+
+/** A value known now, without waiting; undefined when the memory has nothing fresh. */
+export type Peeked<T> = { readonly value: T } | undefined;
 
 /**
  * The server's reads of remotes, snapshots and repodata files, with a short memory.
@@ -75,7 +82,11 @@ export class RepoReader {
     return this.cached(this.snapshots, remote, this.freshMs, async () => {
       const s = await latestSnapshot(this.db, remote);
       if (s === undefined) return undefined;
-      return { ...s, etag: `"${createHash("sha256").update(s.repomd).digest("hex")}"` };
+      return {
+        ...s,
+        etag: `"${createHash("sha256").update(s.repomd).digest("hex")}"`,
+        lastModified: new Date(s.createdAt).toUTCString(),
+      };
     });
   }
 
@@ -99,6 +110,28 @@ export class RepoReader {
       }
     }
     return bytes;
+  }
+
+  /**
+   * The remote and its current snapshot when both are in memory and fresh, without waiting:
+   * the hot path of repomd.xml, which then answers in the same tick as the request came in.
+   */
+  peekSnapshot(remote: string): Peeked<{ remote: Remote; snapshot: ServedSnapshot }> {
+    const r = this.peek(this.remotes, remote)?.value;
+    const s = this.peek(this.snapshots, remote)?.value;
+    return r && s ? { value: { remote: r, snapshot: s } } : undefined;
+  }
+
+  /** A repodata file's bytes when in memory, without waiting (only for a known remote). */
+  peekFile(remote: string, name: string): Peeked<Buffer> {
+    if (!this.peek(this.remotes, remote)?.value) return undefined;
+    const bytes = this.peek(this.files, `${remote}/${name}`)?.value;
+    return bytes ? { value: bytes } : undefined;
+  }
+
+  private peek<T>(map: Map<string, Entry<T>>, key: string): Peeked<T> {
+    const entry = map.get(key);
+    return entry && entry.until > this.clock.now() ? entry.settled : undefined;
   }
 
   /** Forgets what is known of `remote` (after the admin API added or removed it). */
@@ -129,12 +162,17 @@ export class RepoReader {
     const hit = map.get(key);
     if (hit && hit.until > now) return hit.value;
     const value = load();
-    const entry = { value, until: now + ttl };
+    const entry: Entry<T> = { value, until: now + ttl };
     map.set(key, entry);
-    // A failed read is not remembered: the next request asks the database again.
-    value.catch(() => {
-      if (map.get(key) === entry) map.delete(key);
-    });
+    value.then(
+      (v) => {
+        entry.settled = { value: v };
+      },
+      // A failed read is not remembered: the next request asks the database again.
+      () => {
+        if (map.get(key) === entry) map.delete(key);
+      },
+    );
     return value;
   }
 }

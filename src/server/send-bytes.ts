@@ -8,8 +8,8 @@ export interface Representation {
   readonly etag: string;
   readonly contentType: string;
   readonly cacheControl: string;
-  /** Epoch milliseconds, for Last-Modified, when known. */
-  readonly lastModified?: number;
+  /** Last-Modified as an HTTP date, when known. */
+  readonly lastModified?: string;
 }
 
 /** Bytes to send: held in memory (repodata) or a stored file read by this response alone. */
@@ -44,7 +44,7 @@ export function sendBytes(
     .header("cache-control", rep.cacheControl)
     .header("accept-ranges", "bytes");
   if (rep.lastModified !== undefined) {
-    reply.header("last-modified", new Date(rep.lastModified).toUTCString());
+    reply.header("last-modified", rep.lastModified);
   }
   if (notModified(request, rep.etag)) return reply.code(304).send();
 
