@@ -7,6 +7,7 @@ import type { GitHubClient } from "./github/client.js";
 import { type Clock, systemClock } from "./github/clock.js";
 import type { TokenBucket } from "./github/token-bucket.js";
 import { ContentStore } from "./packages/content-store.js";
+import { type FetchLeases, fetchLeasesFor } from "./packages/fetch-lease.js";
 import { PackageCache } from "./packages/package-cache.js";
 import { createGitHubUpstream } from "./packages/upstream.js";
 import { buildServer } from "./server/build-server.js";
@@ -55,6 +56,7 @@ interface Parts {
   db: Database;
   bucket: TokenBucket;
   cache: PackageCache<RemotePackage>;
+  leases: FetchLeases | undefined;
   syncer: Syncer;
   app: FastifyInstance;
   shutdown: AbortController;
@@ -63,7 +65,7 @@ interface Parts {
 
 /**
  * `reposync serve` as an object: config -> database -> migrations -> token bucket and GitHub
- * clients -> package cache -> syncer -> HTTP server, started in that order and stopped in the
+ * clients -> package cache (and, on Postgres, its fetch leases) -> syncer -> HTTP server, started in that order and stopped in the
  * reverse one. start() and stop() are idempotent; stop() during start() waits for it first.
  *
  * Stopping is bounded so that systemd's stop (TimeoutStopSec, 10 s here by design) never has
@@ -154,7 +156,16 @@ export class Daemon {
         return { apiRequests, otherRequests, bodyBytes, budgets: built.bucket.budgets() };
       });
 
+      // Replicas sharing Postgres take a fetch lease per miss; on SQLite there is none.
+      const leases = fetchLeasesFor({
+        db,
+        owner: syncDeps.owner,
+        clock,
+        logger: log,
+        onWait: (kind) => metrics.fetchLeaseWait(kind),
+      });
       const cache = new PackageCache<RemotePackage>({
+        ...(leases ? { acquire: leases.acquire } : {}),
         store: ContentStore.inDataDir(need(config.dataDir, "dataDir")),
         fetchUpstream: createGitHubUpstream<RemotePackage>({
           clientFor: (pkg) => clientFor(pkg.remote),
@@ -164,6 +175,7 @@ export class Daemon {
         clock,
       });
       await cache.start();
+      leases?.start();
 
       const syncedListeners: ((remote: string) => void)[] = [];
       const syncer = createSyncer(syncDeps, {
@@ -205,9 +217,10 @@ export class Daemon {
       } catch (err) {
         await syncer.stop();
         await cache.stop();
+        await leases?.stop();
         throw err;
       }
-      this.parts = { db, bucket: built.bucket, cache, syncer, app, shutdown, url };
+      this.parts = { db, bucket: built.bucket, cache, leases, syncer, app, shutdown, url };
       log.info({ url, database: db.target, dataDir: config.dataDir }, "reposync is serving");
       return url;
     } catch (err) {
@@ -232,6 +245,7 @@ export class Daemon {
     }
     await parts.syncer.stop();
     await parts.cache.stop();
+    await parts.leases?.stop();
     await parts.db.close();
     log.info("stopped");
   }

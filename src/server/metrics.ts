@@ -25,6 +25,7 @@ export class ServerMetrics {
   private readonly derivations: Counter<"result">;
   private readonly coldWaits: Counter<"outcome">;
   private readonly cache: Counter<"event">;
+  private readonly leaseWaits: Counter<"kind">;
   private readonly requestDuration: Histogram<"route" | "method" | "status">;
   private readonly requestChildren = new Map<string, { observe(value: number): void }>();
 
@@ -52,6 +53,12 @@ export class ServerMetrics {
       name: "reposync_package_cache_events_total",
       help: "Package cache events: hit, miss, upstream_fetch, coalesced_wait, fetch_error",
       labelNames: ["event"],
+      registers,
+    });
+    this.leaseWaits = new Counter({
+      name: "reposync_fetch_lease_waits_total",
+      help: "Waits on another replica's package download (Postgres fetch leases), by how they ended",
+      labelNames: ["kind"],
       registers,
     });
     this.requestDuration = new Histogram({
@@ -114,6 +121,11 @@ export class ServerMetrics {
       this.derivations.inc({ result: "ok" }, Math.max(0, read - failed));
       this.derivations.inc({ result: "failed" }, failed);
     }
+  }
+
+  /** Counts one wait on another replica's fetch lease, by how it ended. */
+  fetchLeaseWait(kind: string): void {
+    this.leaseWaits.inc({ kind });
   }
 
   /** Counts one cold wait. */

@@ -15,8 +15,10 @@ import { Countdown } from "../packages/deferred.js";
 import { HeldUpstream } from "../packages/held-upstream.js";
 import { FakeGitHub } from "../support/fake-github.js";
 import { fixtureRpm } from "../support/fixtures.js";
+import { createTestSchema, havePostgres } from "../support/postgres.js";
 
 const NAME = "fx-files-1.0-1.x86_64.rpm";
+const PG = await havePostgres();
 
 /** A pino logger whose lines the test can wait for: an explicit signal of what the daemon did. */
 function capturingLogger() {
@@ -55,11 +57,14 @@ describe("the daemon", () => {
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  async function newDaemon(extra: { coldWait?: string } = {}) {
-    dir = await mkdtemp(path.join(tmpdir(), "reposync-daemon-"));
+  async function newDaemon(
+    extra: { coldWait?: string; database?: string; shareDir?: boolean } = {},
+  ) {
+    if (!extra.shareDir) dir = await mkdtemp(path.join(tmpdir(), "reposync-daemon-"));
     const config = loadConfig({
       env: {},
       flags: {
+        ...(extra.database ? { database: extra.database } : {}),
         dataDir: dir,
         listen: "127.0.0.1:0",
         githubApiUrl: gh.apiUrl,
@@ -142,4 +147,67 @@ describe("the daemon", () => {
     expect(c.status).toBe(503);
     await expect(fetch(`${url}/healthz`)).rejects.toThrow();
   });
+
+  it.skipIf(!PG)(
+    "two replicas on one Postgres database and one store download a package missed on both once",
+    async () => {
+      const schema = await createTestSchema();
+      try {
+        const a = await newDaemon({ database: schema.url });
+        const b = await newDaemon({ database: schema.url, shareDir: true });
+        gh.addRepo({ owner: "acme", repo: "replicas" });
+        const content = readFileSync(fixtureRpm(NAME));
+        const release = gh.addRelease("acme", "replicas", {
+          tag: "v1",
+          assets: [{ name: NAME, content }],
+        });
+        const db = await openDatabase(schema.url);
+        try {
+          await migrate(db);
+          await addRemote(db, {
+            name: "replicas",
+            repo: "acme/replicas",
+            apiUrl: null,
+            tokenEnv: null,
+            include: [],
+            exclude: [],
+            prereleases: false,
+            intervalMs: 300_000,
+            packageMode: "cache",
+          });
+          const [urlA, urlB] = await Promise.all([a.daemon.start(), b.daemon.start()]);
+          expect((await fetch(`${urlA}/replicas/repodata/repomd.xml`)).status).toBe(200);
+          const upstream = await HeldUpstream.start(content);
+          upstreams.push(upstream);
+          await db.exec(
+            sql(
+              "update release_assets set download_url = $1, api_url = null where asset_id = $2",
+              upstream.url,
+              release.assetIds[0] ?? 0,
+            ),
+          );
+          const pkg = `/replicas/packages/${release.assetIds[0]}/${NAME}`;
+          const answers = [urlA, urlB, urlA, urlB].map((u) =>
+            fetch(`${u}${pkg}`).then(async (r) => ({
+              status: r.status,
+              body: Buffer.from(await r.arrayBuffer()),
+            })),
+          );
+          await upstream.requests.reached(1);
+          upstream.release();
+          for (const res of await Promise.all(answers)) {
+            expect(res.status).toBe(200);
+            expect(res.body.equals(content)).toBe(true);
+          }
+          expect(upstream.requests.count).toBe(1);
+        } finally {
+          await db.close();
+          await a.daemon.stop();
+          await b.daemon.stop();
+        }
+      } finally {
+        await schema.drop();
+      }
+    },
+  );
 });
