@@ -62,6 +62,8 @@ export interface ServeProcess {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
   /** Resolves with the exit code when the process ends by itself. */
   readonly exited: Promise<number | null>;
+  /** Resolves once the output (stdout and stderr) matches `pattern`: what it logged is the signal. */
+  waitFor(pattern: RegExp): Promise<void>;
 }
 
 /** Starts `reposync serve ARGS` and resolves once it says where it listens. */
@@ -74,10 +76,17 @@ export function startServe(
     stdio: ["ignore", "pipe", "pipe"],
   });
   let out = "";
+  let waiters: { pattern: RegExp; done: () => void }[] = [];
+  const check = () => {
+    const ready = waiters.filter((w) => w.pattern.test(out));
+    waiters = waiters.filter((w) => !ready.includes(w));
+    for (const w of ready) w.done();
+  };
   const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
   return new Promise((resolve, reject) => {
     const onData = (d: Buffer) => {
       out += d.toString();
+      check();
       const m = /reposync: serving on (http:\/\/\S+)/.exec(out);
       if (m?.[1]) {
         const url = m[1];
@@ -86,6 +95,11 @@ export function startServe(
           child,
           exited,
           output: () => out,
+          waitFor: (pattern) =>
+            new Promise<void>((done) => {
+              waiters.push({ pattern, done });
+              check();
+            }),
           stop: async (signal = "SIGTERM") => {
             child.kill(signal);
             return exited;
@@ -96,6 +110,7 @@ export function startServe(
     child.stdout.on("data", onData);
     child.stderr.on("data", (d: Buffer) => {
       out += d.toString();
+      check();
     });
     void exited.then((code) => reject(new Error(`reposync serve exited ${code}:\n${out}`)));
   });
