@@ -1,9 +1,4 @@
-import {
-  DEPENDENCY_KINDS,
-  type Dependency,
-  type DependencyKind,
-  type RpmPackage,
-} from "../rpm/package.js";
+import type { Dependency, DependencyKind, RpmPackage } from "../rpm/package.js";
 import { isPrimaryFile } from "./primary-file.js";
 import { rpmVersionCompare } from "./rpm-version-compare.js";
 
@@ -26,14 +21,6 @@ export interface RepoDependency {
 
 export type RelationFlag = "LT" | "GT" | "EQ" | "LE" | "GE";
 
-const RELATION_FLAGS: Readonly<Record<number, RelationFlag>> = {
-  2: "LT",
-  4: "GT",
-  8: "EQ",
-  10: "LE",
-  12: "GE",
-};
-
 const PREREQ = 1 << 6;
 const SCRIPT_PRE = 1 << 9;
 const SCRIPT_POST = 1 << 10;
@@ -46,7 +33,29 @@ const PRE_BITS = PREREQ | SCRIPT_PRE | SCRIPT_POST;
 
 /** `flags & 0xF` as primary.xml names it; null for no or a meaningless comparison. */
 export function relationFlag(flags: number): RelationFlag | null {
-  return RELATION_FLAGS[flags & 0xf] ?? null;
+  switch (flags & 0xf) {
+    case 2:
+      return "LT";
+    case 4:
+      return "GT";
+    case 8:
+      return "EQ";
+    case 10:
+      return "LE";
+    case 12:
+      return "GE";
+    default:
+      return null;
+  }
+}
+
+/** Whether `text` is digits only (or empty): a char loop, cheaper than a regex per entry. */
+function isDigits(text: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 48 || c > 57) return false;
+  }
+  return true;
 }
 
 /** "E:V-R" split into its parts; null when the epoch is not a number (createrepo_c drops those). */
@@ -56,7 +65,7 @@ export function splitVersion(version: string): { epoch: string; ver: string; rel
   const colon = version.indexOf(":");
   if (colon >= 0) {
     const digits = version.slice(0, colon);
-    if (!/^[0-9]*$/.test(digits)) return null;
+    if (!isDigits(digits)) return null;
     if (digits !== "") epoch = digits;
     rest = version.slice(colon + 1);
   }
@@ -67,8 +76,11 @@ export function splitVersion(version: string): { epoch: string; ver: string; rel
 }
 
 /** Resolves one header dependency into its entry attributes; null when createrepo_c would skip it. */
-function toEntry(dep: Dependency, pre: boolean): RepoDependency | null {
-  const flags = relationFlag(dep.flags);
+function toEntry(
+  dep: Dependency,
+  pre: boolean,
+  flags: RelationFlag | null = relationFlag(dep.flags),
+): RepoDependency | null {
   if (flags === null)
     return { name: dep.name, flags: null, epoch: null, ver: null, rel: null, pre };
   if (dep.version === "") return { name: dep.name, flags, epoch: null, ver: null, rel: null, pre };
@@ -88,9 +100,15 @@ function toEntry(dep: Dependency, pre: boolean): RepoDependency | null {
  * The identity createrepo_c uses to match a require against a provide: name, flag name and full
  * version string run together, or the name alone when the flags name no comparison.
  */
-function provideKey(dep: Dependency): string {
-  const flags = relationFlag(dep.flags);
+function provideKey(dep: Dependency, flags: RelationFlag | null = relationFlag(dep.flags)): string {
   return flags === null ? dep.name : `${dep.name}${flags}${dep.version}`;
+}
+
+/** What the duplicate check compares a require with: the last kept one of its name. */
+interface KeptRequire {
+  readonly flags: RelationFlag | null;
+  readonly version: string;
+  readonly pre: boolean;
 }
 
 /**
@@ -124,6 +142,9 @@ function filterRequires(pkg: RpmPackage): {
   requires: RepoDependency[];
   recommends: RepoDependency[];
 } {
+  const requires: RepoDependency[] = [];
+  const recommends: RepoDependency[] = [];
+  if (pkg.dependencies.requires.length === 0) return { requires, recommends };
   // Built only when a require names a primary path: most packages never need it.
   let ownFiles: Set<string> | null = null;
   const shipsPrimaryFile = (path: string): boolean => {
@@ -131,53 +152,68 @@ function filterRequires(pkg: RpmPackage): {
     ownFiles ??= new Set(pkg.files.map((f) => f.path));
     return ownFiles.has(path);
   };
-  const provided = new Set(pkg.dependencies.provides.map(provideKey));
-  const lastKept = new Map<string, RepoDependency & { version: string }>();
-  const requires: RepoDependency[] = [];
-  const recommends: RepoDependency[] = [];
+  const provided = new Set<string>();
+  for (const dep of pkg.dependencies.provides) provided.add(provideKey(dep));
+  const lastKept = new Map<string, KeptRequire>();
   let libc: RepoDependency | null = null;
 
   for (const dep of pkg.dependencies.requires) {
     if (dep.name.startsWith("rpmlib(")) continue;
     if (shipsPrimaryFile(dep.name)) continue;
-    if (provided.has(provideKey(dep))) continue;
+    const flags = relationFlag(dep.flags);
+    if (provided.has(provideKey(dep, flags))) continue;
     const pre = (dep.flags & PRE_BITS) !== 0;
     const previous = lastKept.get(dep.name);
     if (
       previous !== undefined &&
-      previous.flags === relationFlag(dep.flags) &&
+      previous.flags === flags &&
       previous.version === dep.version &&
       previous.pre === pre
     ) {
       continue;
     }
-    const entry = toEntry(dep, pre);
-    if (entry === null) continue;
     if ((dep.flags & MISSINGOK) !== 0) {
       // Weak dependencies carry no pre attribute.
-      recommends.push({ ...entry, pre: false });
+      const entry = toEntry(dep, false, flags);
+      if (entry !== null) recommends.push(entry);
       continue;
     }
+    const entry = toEntry(dep, pre, flags);
+    if (entry === null) continue;
     if (dep.name.startsWith("libc.so.6")) {
       if (libc === null || compareLibcRequire(libc.name, dep.name) < 0) libc = entry;
       continue;
     }
     requires.push(entry);
-    lastKept.set(dep.name, { ...entry, version: dep.version });
+    lastKept.set(dep.name, { flags, version: dep.version, pre });
   }
   if (libc !== null) requires.push(libc);
   return { requires, recommends };
 }
 
+/** The entries of one unfiltered section, less those createrepo_c skips. */
+function entriesOf(deps: readonly Dependency[]): RepoDependency[] {
+  const out: RepoDependency[] = [];
+  for (const dep of deps) {
+    const entry = toEntry(dep, false);
+    if (entry !== null) out.push(entry);
+  }
+  return out;
+}
+
 /** Every dependency section of primary.xml for `pkg`, in createrepo_c's order and filtering. */
 export function repoDependencies(pkg: RpmPackage): Record<DependencyKind, RepoDependency[]> {
-  const out = {} as Record<DependencyKind, RepoDependency[]>;
-  for (const kind of DEPENDENCY_KINDS) {
-    if (kind === "requires") continue;
-    out[kind] = pkg.dependencies[kind].map((d) => toEntry(d, false)).filter((d) => d !== null);
-  }
+  const deps = pkg.dependencies;
   const { requires, recommends } = filterRequires(pkg);
-  out.requires = requires;
-  out.recommends = [...recommends, ...out.recommends];
-  return out;
+  const headerRecommends = entriesOf(deps.recommends);
+  return {
+    provides: entriesOf(deps.provides),
+    requires,
+    conflicts: entriesOf(deps.conflicts),
+    obsoletes: entriesOf(deps.obsoletes),
+    suggests: entriesOf(deps.suggests),
+    enhances: entriesOf(deps.enhances),
+    recommends: recommends.length === 0 ? headerRecommends : recommends.concat(headerRecommends),
+    supplements: entriesOf(deps.supplements),
+  };
 }
