@@ -18,7 +18,7 @@
 //
 // Installs wrk and nginx-light with apt-get when they are missing (root, Debian).
 
-import { execFileSync, spawn, spawnSync } from "node:child_process";
+import { execFile, execFileSync, spawn, spawnSync } from "node:child_process";
 import {
   chmodSync,
   existsSync,
@@ -32,8 +32,10 @@ import {
 import { tmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { promisify } from "node:util";
 import ts from "typescript";
 
+const execFileAsync = promisify(execFile);
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 const CLI = join(ROOT, "bin", "reposync");
 const RATIO_TARGET = 0.7;
@@ -148,10 +150,14 @@ async function freePort() {
 }
 
 /** Parses wrk's summary: requests/s and the 99% latency in milliseconds. */
-function runWrk(url, { duration, connections }) {
-  const out = execFileSync("wrk", ["-t1", `-c${connections}`, `-d${duration}s`, "--latency", url], {
-    encoding: "utf8",
-  });
+// Async, not execFileSync: a blocked event loop would miss the server closing this process's
+// idle keep-alive connections, and the next fetch on one of them would fail.
+async function runWrk(url, { duration, connections }) {
+  const { stdout: out } = await execFileAsync(
+    "wrk",
+    ["-t1", `-c${connections}`, `-d${duration}s`, "--latency", url],
+    { encoding: "utf8" },
+  );
   const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1]);
   const p99 = /^\s*99%\s+([\d.]+)(us|ms|s)\s*$/m.exec(out);
   const scale = { us: 0.001, ms: 1, s: 1000 };
@@ -272,12 +278,12 @@ http {
       [`primary.xml.gz (${primary.length} B)`, `/bench/repodata/${primaryName}`],
     ]) {
       // Warm both (JIT, caches), then measure, alternating.
-      runWrk(`${serve.url}${path}`, { ...opts, duration: 2 });
-      runWrk(`${nginxUrl}${path}`, { ...opts, duration: 2 });
-      runWrk(`${bareUrl}${path}`, { ...opts, duration: 2 });
-      const ours = runWrk(`${serve.url}${path}`, opts);
-      const theirs = runWrk(`${nginxUrl}${path}`, opts);
-      const ceiling = runWrk(`${bareUrl}${path}`, opts);
+      await runWrk(`${serve.url}${path}`, { ...opts, duration: 2 });
+      await runWrk(`${nginxUrl}${path}`, { ...opts, duration: 2 });
+      await runWrk(`${bareUrl}${path}`, { ...opts, duration: 2 });
+      const ours = await runWrk(`${serve.url}${path}`, opts);
+      const theirs = await runWrk(`${nginxUrl}${path}`, opts);
+      const ceiling = await runWrk(`${bareUrl}${path}`, opts);
       rows.push({ label, ours, theirs, ceiling, ratio: ours.rps / theirs.rps });
     }
 
