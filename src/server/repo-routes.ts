@@ -30,17 +30,12 @@ const notFound = (what: string) => new ReposyncError("NOT_FOUND", `no such ${wha
  * A signal that aborts when the client goes away before its response was sent in full, so a
  * package fetch can let this caller leave (the download itself goes on for the others).
  */
-function clientGone(
-  request: FastifyRequest,
-  reply: FastifyReply,
-  shutdown?: AbortSignal,
-): AbortSignal {
+function clientGone(reply: FastifyReply, shutdown?: AbortSignal): AbortSignal {
   const controller = new AbortController();
   const gone = () => controller.abort(new Error("the client went away"));
   const stopping = () => controller.abort(shutdown?.reason);
   if (shutdown?.aborted) stopping();
   shutdown?.addEventListener("abort", stopping, { once: true });
-  request.raw.once("aborted", gone);
   reply.raw.once("close", () => {
     // A long-lived server sees millions of requests: leave no listener on the shared signal.
     shutdown?.removeEventListener("abort", stopping);
@@ -96,7 +91,7 @@ export function registerRepoRoutes(app: FastifyInstance, deps: RepoRouteDeps): v
     const remote = await knownRemote(name);
     let snapshot = await reader.snapshot(remote.name);
     if (snapshot === undefined) {
-      snapshot = await deps.coldWait.wait(remote.name, clientGone(request, reply, deps.shutdown));
+      snapshot = await deps.coldWait.wait(remote.name, clientGone(reply, deps.shutdown));
       deps.metrics.coldWait(snapshot === undefined ? "timeout" : "served");
       if (snapshot === undefined) {
         return reply
@@ -167,7 +162,7 @@ export function registerRepoRoutes(app: FastifyInstance, deps: RepoRouteDeps): v
       if (pkg === undefined || pkg.name !== request.params.name) {
         throw notFound(`package ${assetId}/${request.params.name}`);
       }
-      const signal = clientGone(request, reply, deps.shutdown);
+      const signal = clientGone(reply, deps.shutdown);
       if (remote.packageMode === "redirect") {
         const location = await deps.packages.redirect(remote, pkg, signal).catch((err: unknown) => {
           if (signal.aborted)
