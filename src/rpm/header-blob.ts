@@ -34,6 +34,8 @@ const TYPE_NAMES = [
 /** Element size of the fixed-size types, indexed by type; 0 for the string types and NULL. */
 const FIXED_SIZE = [0, 1, 1, 2, 4, 8, 0, 1, 0, 0];
 
+const NON_ASCII = /[\x80-\xff]/;
+
 /** The two numbers of a header's intro, once its magic is checked. */
 export interface HeaderIntro {
   readonly nindex: number;
@@ -82,6 +84,12 @@ interface Entry {
 export class HeaderBlob {
   private readonly entries = new Map<number, Entry>();
   private readonly store: Buffer;
+  /**
+   * The store read as Latin-1: one character per byte, so offsets carry over. NULs are found
+   * and ASCII strings cut out here by V8's own string functions, without a Buffer call and a
+   * copy per string; only a string holding a byte >= 0x80 goes through `decodeHeaderText`.
+   */
+  private readonly storeText: string;
 
   constructor(
     buf: Buffer,
@@ -93,6 +101,7 @@ export class HeaderBlob {
     const indexStart = pos + HEADER_INTRO_BYTES;
     const storeStart = indexStart + INDEX_ENTRY_BYTES * intro.nindex;
     this.store = buf.subarray(storeStart, storeStart + intro.hsize);
+    this.storeText = this.store.toString("latin1");
     // A DataView over the index: its getters are much cheaper than Buffer's checked readers,
     // and the index is read for every entry of every package.
     const view = new DataView(
@@ -144,7 +153,7 @@ export class HeaderBlob {
     if (e.count > room) this.fail(tag, `has ${e.count} strings, more than the store can hold`);
     let at = e.offset;
     for (let i = 0; i < e.count; i++) {
-      const nul = this.store.indexOf(0, at);
+      const nul = this.storeText.indexOf("\0", at);
       if (nul < 0) this.fail(tag, "has a string not terminated inside the store");
       at = nul + 1;
     }
@@ -161,7 +170,7 @@ export class HeaderBlob {
     if (e.type !== TYPE_STRING && e.type !== TYPE_STRING_ARRAY && e.type !== TYPE_I18NSTRING) {
       this.fail(tag, `has type ${TYPE_NAMES[e.type]}, expected a string`);
     }
-    return this.stringAt(e.offset).text;
+    return this.textAt(e.offset, this.storeText.indexOf("\0", e.offset));
   }
 
   /** A string array tag (a single STRING is accepted as an array of one). */
@@ -174,9 +183,10 @@ export class HeaderBlob {
     const out = new Array<string>(e.count);
     let at = e.offset;
     for (let i = 0; i < e.count; i++) {
-      const s = this.stringAt(at);
-      out[i] = s.text;
-      at = s.next;
+      // Termination was checked in check(), so the NUL is inside the store.
+      const nul = this.storeText.indexOf("\0", at);
+      out[i] = this.textAt(at, nul);
+      at = nul + 1;
     }
     return out;
   }
@@ -197,10 +207,10 @@ export class HeaderBlob {
     return out;
   }
 
-  private stringAt(at: number): { text: string; next: number } {
-    // Termination was checked in check(), so indexOf finds the NUL inside the store.
-    const nul = this.store.indexOf(0, at);
-    return { text: decodeHeaderText(this.store, at, nul), next: nul + 1 };
+  /** The string in store bytes [start, end): ASCII as it is, anything else decoded. */
+  private textAt(start: number, end: number): string {
+    const latin1 = this.storeText.slice(start, end);
+    return NON_ASCII.test(latin1) ? decodeHeaderText(this.store, start, end) : latin1;
   }
 
   private integerAt(tag: number, e: Entry, i: number): number {
