@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Installs everything the tests need on a fresh Debian machine, then runs every check:
-# typecheck, lint and format, and the whole test suite (unit, SQLite, Postgres, real dnf and
-# createrepo_c). Run as root (or with sudo rights for apt-get). `CI=true` makes a missing tool or
+# typecheck, lint and format, and the whole test suite (unit, SQLite, Postgres, real dnf,
+# createrepo_c and systemd-analyze). Run as root (or with sudo rights for apt-get). `CI=true` makes a missing tool or
 # server fail the tests instead of skipping them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need_apt=()
-for tool in rpm:rpm rpmbuild:rpm createrepo_c:createrepo-c dnf:dnf; do
+for tool in rpm:rpm rpmbuild:rpm createrepo_c:createrepo-c dnf:dnf systemd-analyze:systemd; do
   command -v "${tool%%:*}" >/dev/null 2>&1 || need_apt+=("${tool##*:}")
 done
 if [ "${#need_apt[@]}" -gt 0 ]; then
