@@ -130,8 +130,13 @@ export class Daemon {
       });
       // Every client handed out, to sum their request counters for /metrics.
       const clients = new Set<GitHubClient>();
+      const syncLeaseMs = need(config.syncLease, "syncLease");
       const syncDeps = {
         ...built.deps,
+        // Renewed at a quarter of its length, as with the default 2m/30s: three renewals in a
+        // row must fail before another replica may take the scan over.
+        leaseMs: syncLeaseMs,
+        renewMs: Math.floor(syncLeaseMs / 4),
         client: (baseUrl: string, token: string | undefined) => {
           const c = built.deps.client(baseUrl, token);
           clients.add(c);
@@ -157,13 +162,16 @@ export class Daemon {
       });
 
       // Replicas sharing Postgres take a fetch lease per miss; on SQLite there is none.
-      const leases = fetchLeasesFor({
-        db,
-        owner: syncDeps.owner,
-        clock,
-        logger: log,
-        onWait: (kind) => metrics.fetchLeaseWait(kind),
-      });
+      // REPOSYNC_FETCH_LEASES=off exists only to show (tests, diagnosis) what they prevent.
+      const leases = need(config.fetchLeases, "fetchLeases")
+        ? fetchLeasesFor({
+            db,
+            owner: syncDeps.owner,
+            clock,
+            logger: log,
+            onWait: (kind) => metrics.fetchLeaseWait(kind),
+          })
+        : undefined;
       const cache = new PackageCache<RemotePackage>({
         ...(leases ? { acquire: leases.acquire } : {}),
         store: ContentStore.inDataDir(need(config.dataDir, "dataDir")),

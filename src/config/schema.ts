@@ -123,6 +123,39 @@ export const SETTINGS = {
     default: "10s",
     parse: duration,
   }),
+  /**
+   * Whether replicas sharing Postgres take fetch leases on package misses (on). Off, each replica
+   * downloads its own misses, as with no coordination at all: for testing and diagnosis (the
+   * replica tests show with it that the leases are what keeps downloads to one per package), never
+   * for production. SQLite never uses fetch leases either way.
+   */
+  fetchLeases: setting({
+    env: "REPOSYNC_FETCH_LEASES",
+    help: "on or off: fetch leases on Postgres (off is for testing and diagnosis only)",
+    default: "on",
+    parse: (raw: string): boolean => {
+      const value = raw.trim().toLowerCase();
+      if (value === "on") return true;
+      if (value === "off") return false;
+      throw new Error("expected on or off");
+    },
+  }),
+  /**
+   * How long a sync lease lasts unless renewed (2m); its holder renews it every quarter of this.
+   * It bounds how long a remote waits after the replica scanning it died. Shorter is for tests of
+   * that takeover and for diagnosis: a scan whose renewals stall for this long is taken over and
+   * done twice.
+   */
+  syncLease: setting({
+    env: "REPOSYNC_SYNC_LEASE",
+    help: "how long a sync lease lasts unless renewed, e.g. 2m (shorter is for testing and diagnosis)",
+    default: "2m",
+    parse: (raw: string): number => {
+      const ms = duration(raw);
+      if (ms < 1000) throw new Error("expected at least 1s");
+      return ms;
+    },
+  }),
   /** How much `serve` logs (pino levels); `warn` leaves out the line per request. */
   logLevel: setting({
     env: "REPOSYNC_LOG_LEVEL",

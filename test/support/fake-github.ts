@@ -91,6 +91,17 @@ export interface SeenRequest {
   readonly authorization: string | undefined;
   readonly range: string | undefined;
   readonly status: number;
+  /** When it was answered (Date.now()), to tell apart requests over time. */
+  readonly at: number;
+}
+
+/** A CDN request for an asset that the fake holds unanswered (see FakeGitHub.holdCdn). */
+export interface HeldCdnRequest {
+  readonly assetId: number;
+  /** Its Range header; undefined for a whole-file download. */
+  readonly range: string | undefined;
+  /** Answers it as the fake would have at once; nothing is written if the client left. */
+  release(): void;
 }
 
 /** What the fake counted. */
@@ -142,6 +153,14 @@ export class FakeGitHub {
     cdnAuthRejected: 0,
   };
   readonly seen: SeenRequest[] = [];
+  /**
+   * Which valid CDN asset requests to hold unanswered (the socket stays open) until the test
+   * releases them: the explicit signal for tests that need a download or a header read to be in
+   * flight. Held requests appear in `heldCdn`; undefined holds none.
+   */
+  holdCdn: ((request: { assetId: number; range: string | undefined }) => boolean) | undefined;
+  /** CDN requests held now, oldest first. */
+  readonly heldCdn: HeldCdnRequest[] = [];
 
   private readonly repos: Repo[] = [];
   private faults: { fault: FakeFault; left: number }[] = [];
@@ -229,6 +248,13 @@ export class FakeGitHub {
     this.faults.push({ fault, left: fault.nth ?? 1 });
   }
 
+  /** Releases every held CDN request; returns how many there were. */
+  releaseHeldCdn(): number {
+    const held = this.heldCdn.splice(0);
+    for (const h of held) h.release();
+    return held.length;
+  }
+
   /** API requests made to `path` (no query). */
   apiRequests(path: string): number {
     return this.counters.api.get(path) ?? 0;
@@ -288,6 +314,7 @@ export class FakeGitHub {
         authorization: req.headers.authorization,
         range: req.headers.range,
         status,
+        at: Date.now(),
       });
       const text = body === undefined ? "" : typeof body === "string" ? body : JSON.stringify(body);
       const type =
@@ -444,6 +471,7 @@ export class FakeGitHub {
         authorization: req.headers.authorization,
         range: req.headers.range,
         status,
+        at: Date.now(),
       }),
     );
     const plain = (code: number, text: string, headers: Record<string, string> = {}): undefined => {
@@ -468,10 +496,34 @@ export class FakeGitHub {
       .flatMap((r) => r.assets)
       .find((a) => a.id === id);
     if (!asset) return plain(404, "NoSuchKey");
+    const hold = { assetId: asset.id, range: req.headers.range };
+    if (this.holdCdn?.(hold)) {
+      const held: HeldCdnRequest = {
+        ...hold,
+        release: () => {
+          const i = this.heldCdn.indexOf(held);
+          if (i >= 0) this.heldCdn.splice(i, 1);
+          if (!res.destroyed) this.answerAsset(req, res, asset, (code) => (status = code), plain);
+        },
+      };
+      this.heldCdn.push(held);
+      return;
+    }
+    return this.answerAsset(req, res, asset, (code) => (status = code), plain);
+  }
+
+  /** The CDN's answer for an asset: the whole file, a range of it, or 416. */
+  private answerAsset(
+    req: IncomingMessage,
+    res: ServerResponse,
+    asset: Asset,
+    setStatus: (code: number) => void,
+    plain: (code: number, text: string, headers?: Record<string, string>) => undefined,
+  ): undefined {
     const size = asset.content.length;
     const range = /^bytes=(\d+)-(\d*)$/.exec(req.headers.range ?? "");
     if (!range || this.cdnIgnoresRange) {
-      status = 200;
+      setStatus(200);
       this.counters.downloads++;
       res.writeHead(200, {
         "content-type": "application/octet-stream",
@@ -485,7 +537,7 @@ export class FakeGitHub {
     if (start >= size || end < start) {
       return plain(416, "InvalidRange", { "content-range": `bytes */${size}` });
     }
-    status = 206;
+    setStatus(206);
     res.writeHead(206, {
       "content-type": "application/octet-stream",
       "content-length": String(end - start + 1),
