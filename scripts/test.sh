@@ -35,4 +35,15 @@ npm run typecheck
 npm run lint
 
 echo "==> tests"
-npm test
+report="$(mktemp -d)/vitest.json"
+status=0
+npm test -- --reporter=default --reporter=json --outputFile.json="$report" || status=$?
+# One plain closing line that any reader of the log understands.
+if [ -s "$report" ]; then
+  node -e '
+    const r = JSON.parse(require("node:fs").readFileSync(process.argv[1], "utf8"));
+    const skipped = r.numPendingTests + r.numTodoTests;
+    console.log(`${r.numPassedTests} passed, ${r.numFailedTests} failed` + (skipped ? `, ${skipped} skipped` : ""));
+  ' "$report"
+fi
+exit "$status"
