@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { createHash, hash as hashOnce } from "node:crypto";
 import { closeSync, fstatSync, openSync, readSync } from "node:fs";
 import { join } from "node:path";
 import { isReposyncError, ReposyncError } from "../errors.js";
@@ -48,9 +48,7 @@ async function readPackageFile(
   }
   try {
     const { size, mtimeMs } = fstatSync(fd);
-    const hash = createHash("sha256");
     const held = readSync(fd, buffer, 0, Math.min(READ_CHUNK, size), 0);
-    hash.update(buffer.subarray(0, held));
     const read: RangeReader = async (start, end) => {
       if (end <= held) return buffer.subarray(start, end);
       const length = Math.max(0, Math.min(end, size) - start);
@@ -59,6 +57,12 @@ async function readPackageFile(
     };
     // Parsed to plain strings and numbers before the buffer is reused for the rest of the hash.
     const { pkg } = await readRpmHeader(read, { fileSize: size, firstRead: READ_CHUNK });
+    if (held >= size) {
+      // The whole file is in the buffer (most packages): a one-shot hash skips the Hash object.
+      return { pkg, sha256: hashOnce("sha256", buffer.subarray(0, held), "hex"), mtimeMs };
+    }
+    const hash = createHash("sha256");
+    hash.update(buffer.subarray(0, held));
     for (let position = held; position < size; ) {
       const bytesRead = readSync(fd, buffer, 0, READ_CHUNK, position);
       if (bytesRead === 0) {
