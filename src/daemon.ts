@@ -185,7 +185,7 @@ export class Daemon {
       await cache.start();
       leases?.start();
 
-      const syncedListeners: ((remote: string) => void)[] = [];
+      const syncedListeners: ((remote: string, failure?: string) => void)[] = [];
       const syncer = createSyncer(syncDeps, {
         workers: need(config.githubSyncWorkers, "githubSyncWorkers"),
         pollIntervalMs: need(config.githubSyncPollInterval, "githubSyncPollInterval"),
@@ -195,7 +195,8 @@ export class Daemon {
         onReport: (report) => {
           metrics.syncReport(report);
           log.info(report, "sync ended");
-          for (const listener of syncedListeners) listener(report.remote);
+          const failure = "error" in report ? report.error : undefined;
+          for (const listener of syncedListeners) listener(report.remote, failure);
         },
       });
 

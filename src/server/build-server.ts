@@ -22,10 +22,11 @@ export interface ServerDeps {
   /** Asks the syncer for a prime of a cold remote. */
   readonly enqueuePrime: (remote: string) => void;
   /**
-   * Subscribes to "a sync of this remote ended in this process", so that cold waits look at
-   * once instead of at their next poll. Optional: without it they poll.
+   * Subscribes to "a sync of this remote ended in this process" (with its error when it
+   * failed), so that cold waits look at once instead of at their next poll, and end early
+   * when the sync failed. Optional: without it they poll.
    */
-  readonly onSynced?: (listener: (remote: string) => void) => void;
+  readonly onSynced?: (listener: (remote: string, failure?: string) => void) => void;
   /** REPOSYNC_COLD_WAIT in milliseconds. */
   readonly coldWaitMs: number;
   /** How often a cold wait looks for the snapshot by itself (250 ms). */
@@ -71,7 +72,7 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
     ...(deps.coldPollMs !== undefined ? { pollMs: deps.coldPollMs } : {}),
     clock,
   });
-  deps.onSynced?.((remote) => coldWait.notify(remote));
+  deps.onSynced?.((remote, failure) => coldWait.notify(remote, failure));
 
   app.setErrorHandler((err, request, reply) => {
     if (isReposyncError(err)) {

@@ -16,6 +16,12 @@ export interface ColdWaitOptions<T> {
   readonly clock: Clock;
 }
 
+/** How a cold wait ended: the snapshot, the wait's end, or a failed first sync here. */
+export type ColdWaitResult<T> =
+  | { readonly kind: "ready"; readonly snapshot: T }
+  | { readonly kind: "timeout" }
+  | { readonly kind: "failed"; readonly reason: string };
+
 /**
  * Bounded waits for cold remotes (no snapshot yet). A request enqueues a prime and waits until
  * the snapshot lands or `waitMs` has passed, whichever is first, and never longer: the caller
@@ -25,13 +31,22 @@ export interface ColdWaitOptions<T> {
 export class ColdWait<T> {
   private readonly pollMs: number;
   private readonly wakers = new Map<string, Set<() => void>>();
+  // The last sync of a remote that ended in error in this process, and when. A waiter that
+  // began before it has nothing left to wait for: the next attempt is another request's prime.
+  private readonly failures = new Map<string, { readonly reason: string; readonly at: number }>();
 
   constructor(private readonly options: ColdWaitOptions<T>) {
     this.pollMs = options.pollMs ?? 250;
   }
 
-  /** Tells the waiters of `remote` to look now (a sync of it just ended here). */
-  notify(remote: string): void {
+  /**
+   * Tells the waiters of `remote` to look now (a sync of it just ended here). With `failure`,
+   * that sync failed: waiters that find no snapshot end at once instead of waiting out
+   * `waitMs` for a sync that is not coming, and their clients learn why.
+   */
+  notify(remote: string, failure?: string): void {
+    if (failure === undefined) this.failures.delete(remote);
+    else this.failures.set(remote, { reason: failure, at: this.options.clock.now() });
     const set = this.wakers.get(remote);
     if (!set) return;
     for (const wake of set) wake();
@@ -43,18 +58,24 @@ export class ColdWait<T> {
   }
 
   /**
-   * The snapshot of `remote` once it exists, or undefined when `waitMs` passed first or
-   * `signal` (the client leaving, or shutdown) aborted the wait.
+   * The snapshot of `remote` once it exists; `timeout` when `waitMs` passed first or `signal`
+   * (the client leaving, or shutdown) aborted the wait; `failed` when a sync of it here ended
+   * in error after the wait began and left no snapshot.
    */
-  async wait(remote: string, signal?: AbortSignal): Promise<T | undefined> {
+  async wait(remote: string, signal?: AbortSignal): Promise<ColdWaitResult<T>> {
     const { clock, load, waitMs } = this.options;
-    const deadline = clock.now() + waitMs;
+    const started = clock.now();
+    const deadline = started + waitMs;
     this.options.enqueuePrime(remote);
     for (;;) {
       const found = await load(remote);
-      if (found !== undefined) return found;
+      if (found !== undefined) return { kind: "ready", snapshot: found };
+      const failure = this.failures.get(remote);
+      if (failure !== undefined && failure.at >= started) {
+        return { kind: "failed", reason: failure.reason };
+      }
       const left = deadline - clock.now();
-      if (left <= 0 || signal?.aborted) return undefined;
+      if (left <= 0 || signal?.aborted) return { kind: "timeout" };
       await this.pause(remote, Math.min(this.pollMs, left), signal);
     }
   }

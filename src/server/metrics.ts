@@ -129,7 +129,7 @@ export class ServerMetrics {
   }
 
   /** Counts one cold wait. */
-  coldWait(outcome: "served" | "timeout"): void {
+  coldWait(outcome: "served" | "timeout" | "failed"): void {
     this.coldWaits.inc({ outcome });
   }
 

@@ -91,16 +91,21 @@ export function registerRepoRoutes(app: FastifyInstance, deps: RepoRouteDeps): v
     const remote = await knownRemote(name);
     let snapshot = await reader.snapshot(remote.name);
     if (snapshot === undefined) {
-      snapshot = await deps.coldWait.wait(remote.name, clientGone(reply, deps.shutdown));
-      deps.metrics.coldWait(snapshot === undefined ? "timeout" : "served");
-      if (snapshot === undefined) {
+      const waited = await deps.coldWait.wait(remote.name, clientGone(reply, deps.shutdown));
+      deps.metrics.coldWait(waited.kind === "ready" ? "served" : waited.kind);
+      if (waited.kind !== "ready") {
+        const why =
+          waited.kind === "failed"
+            ? `the first sync of remote "${remote.name}" failed: ${waited.reason}; retry later (reposync status shows more)`
+            : `remote "${remote.name}" is being synced for the first time; retry shortly`;
         return reply
           .code(503)
           .header("retry-after", String(Math.max(1, Math.ceil(deps.coldWaitMs / 1000))))
           .header("cache-control", "no-store")
           .type("text/plain; charset=utf-8")
-          .send(`remote "${remote.name}" is being synced for the first time; retry shortly\n`);
+          .send(`${why}\n`);
       }
+      snapshot = waited.snapshot;
     }
     return sendRepomd(request, reply, snapshot);
   }

@@ -63,8 +63,8 @@ export interface TestServer {
   readonly primed: Countdown;
   /** Bumped at each package cache miss: the signal that a request waits for a download. */
   readonly misses: Countdown;
-  /** Calls the server's "a sync of this remote ended" listeners. */
-  synced(remote: string): void;
+  /** Calls the server's "a sync of this remote ended" listeners (with its error, if it failed). */
+  synced(remote: string, failure?: string): void;
   close(): Promise<void>;
 }
 
@@ -98,7 +98,7 @@ export async function testServer(
   await cache.start();
   const primes: string[] = [];
   const primed = new Countdown();
-  const listeners: ((remote: string) => void)[] = [];
+  const listeners: ((remote: string, failure?: string) => void)[] = [];
   const app = buildServer({
     db,
     packages: githubPackageSource({ cache, clientFor }),
@@ -120,8 +120,8 @@ export async function testServer(
     primes,
     primed,
     misses,
-    synced: (remote) => {
-      for (const l of listeners) l(remote);
+    synced: (remote, failure) => {
+      for (const l of listeners) l(remote, failure);
     },
     close: async () => {
       // fetch() leaves an aborted request's socket open until its keep-alive timeout, and

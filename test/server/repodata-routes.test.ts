@@ -244,4 +244,24 @@ describe("a cold remote (no snapshot yet)", () => {
     }
     expect(server.primes).toEqual([name, name]);
   });
+
+  it("answers 503 at once, naming the reason, when the first sync fails during the wait", async () => {
+    const { name } = await newRemote(t.db(), gh);
+    const clock = new FakeClock(Date.now());
+    const server = await testServer(t.db(), gh, { clock, coldWaitMs: 10_000 });
+    servers.push(server);
+    const requests = [1, 2].map(() => server.app.inject(`/${name}/repodata/repomd.xml`));
+    for (let i = 0; i < 1000 && clock.pending < 2; i++) await settle();
+    expect(clock.pending).toBe(2);
+    // The clock never moves: only the failure can end these waits.
+    server.synced(name, "listing releases: 404 Not Found");
+    for (const res of await Promise.all(requests)) {
+      expect(res.statusCode).toBe(503);
+      expect(res.headers["retry-after"]).toBe("10");
+      expect(res.body).toMatch(/first sync .* failed: listing releases: 404 Not Found/);
+    }
+    expect(
+      await server.metrics.registry.getSingleMetricAsString("reposync_cold_waits_total"),
+    ).toMatch(/outcome="failed"} 2/);
+  });
 });
