@@ -38,33 +38,41 @@ export interface PackageFragments {
  * ("Forbidden control chars found"), and dnf could not parse the file if we wrote it.
  */
 export function renderPackage(pkg: RpmPackage, ctx: FragmentContext): PackageFragments {
-  // The escaping functions throw RPM_FORBIDDEN_TEXT; every string written goes through them.
+  // The escaping functions throw RPM_FORBIDDEN_TEXT; every string written goes through them,
+  // except the sha256 (hex digits we computed) and numbers. What two files share (the version
+  // element, the package's opening in filelists and other, file lines) is escaped once.
+  const version = `<version epoch="${pkg.epoch ?? 0}" ver="${attr(pkg.version)}" rel="${attr(pkg.release)}"/>`;
+  const opening = `<package pkgid="${ctx.sha256}" name="${attr(pkg.name)}" arch="${attr(pkg.arch)}">\n  ${version}\n`;
+  const files = fileLines(pkg);
   return {
-    primary: renderPrimary(pkg, ctx),
-    filelists: renderFilelists(pkg, ctx),
-    other: renderOther(pkg, ctx),
+    primary: renderPrimary(pkg, ctx, version, files.primary),
+    filelists: `${opening}${files.all}</package>\n`,
+    other: renderOther(pkg, ctx, opening),
   };
 }
 
-function versionElement(pkg: RpmPackage): string {
-  return `<version epoch="${pkg.epoch ?? 0}" ver="${attr(pkg.version)}" rel="${attr(pkg.release)}"/>`;
-}
-
-function fileLines(pkg: RpmPackage, indent: string, primaryOnly: boolean): string {
-  let out = "";
+/**
+ * The file lines of filelists.xml (indent 2, every file) and of primary.xml (indent 4, primary
+ * files only), each path escaped once.
+ */
+function fileLines(pkg: RpmPackage): { all: string; primary: string } {
+  let all = "";
+  let primary = "";
   for (const file of pkg.files) {
-    if (primaryOnly && !isPrimaryFile(file.path)) continue;
     const type = file.type === "file" ? "" : ` type="${file.type}"`;
-    out += `${indent}<file${type}>${text(file.path)}</file>\n`;
+    const line = `<file${type}>${text(file.path)}</file>\n`;
+    all += `  ${line}`;
+    if (isPrimaryFile(file.path)) primary += `    ${line}`;
   }
-  return out;
+  return { all, primary };
 }
 
 function entryElement(dep: RepoDependency): string {
   let out = `<rpm:entry name="${attr(dep.name)}"`;
   if (dep.flags !== null) {
     out += ` flags="${dep.flags}"`;
-    if (dep.epoch !== null) out += ` epoch="${attr(dep.epoch)}"`;
+    // The epoch is digits only (splitVersion drops anything else): nothing to escape.
+    if (dep.epoch !== null) out += ` epoch="${dep.epoch}"`;
     if (dep.ver !== null) out += ` ver="${attr(dep.ver)}"`;
     if (dep.rel !== null) out += ` rel="${attr(dep.rel)}"`;
   }
@@ -72,13 +80,18 @@ function entryElement(dep: RepoDependency): string {
   return `${out}/>`;
 }
 
-function renderPrimary(pkg: RpmPackage, ctx: FragmentContext): string {
+function renderPrimary(
+  pkg: RpmPackage,
+  ctx: FragmentContext,
+  version: string,
+  primaryFiles: string,
+): string {
   let out =
     '<package type="rpm">\n' +
     `  <name>${text(pkg.name)}</name>\n` +
     `  <arch>${text(pkg.arch)}</arch>\n` +
-    `  ${versionElement(pkg)}\n` +
-    `  <checksum type="sha256" pkgid="YES">${text(ctx.sha256)}</checksum>\n` +
+    `  ${version}\n` +
+    `  <checksum type="sha256" pkgid="YES">${ctx.sha256}</checksum>\n` +
     `  <summary>${text(pkg.summary)}</summary>\n` +
     `  <description>${text(pkg.description)}</description>\n` +
     `  <packager>${text(pkg.packager)}</packager>\n` +
@@ -102,23 +115,11 @@ function renderPrimary(pkg: RpmPackage, ctx: FragmentContext): string {
     for (const dep of entries) out += `      ${entryElement(dep)}\n`;
     out += `    </rpm:${kind}>\n`;
   }
-  out += fileLines(pkg, "    ", true);
-  return `${out}  </format>\n</package>\n`;
+  return `${out}${primaryFiles}  </format>\n</package>\n`;
 }
 
-function packageOpening(pkg: RpmPackage, ctx: FragmentContext): string {
-  return (
-    `<package pkgid="${attr(ctx.sha256)}" name="${attr(pkg.name)}" arch="${attr(pkg.arch)}">\n` +
-    `  ${versionElement(pkg)}\n`
-  );
-}
-
-function renderFilelists(pkg: RpmPackage, ctx: FragmentContext): string {
-  return `${packageOpening(pkg, ctx)}${fileLines(pkg, "  ", false)}</package>\n`;
-}
-
-function renderOther(pkg: RpmPackage, ctx: FragmentContext): string {
-  let out = packageOpening(pkg, ctx);
+function renderOther(pkg: RpmPackage, ctx: FragmentContext, opening: string): string {
+  let out = opening;
   for (const entry of selectChangelog(pkg.changelog, ctx.changelogLimit)) {
     out += `  <changelog author="${attr(entry.author)}" date="${entry.date}">${text(entry.text)}</changelog>\n`;
   }
