@@ -184,7 +184,7 @@ describe.skipIf(!PG)("the syncer across three replicas", () => {
     await pollUntil(
       "four listings of every remote",
       () => (names.every((n) => listings(c.gh, n).length >= 4) ? true : undefined),
-      55_000,
+      80_000,
       100,
     );
     for (const name of names) {
@@ -196,5 +196,5 @@ describe.skipIf(!PG)("the syncer across three replicas", () => {
       for (const gap of gaps)
         expect(gap, `${name}: listed at ${times.join(", ")}`).toBeGreaterThanOrEqual(9_990);
     }
-  }, 90_000);
+  }, 120_000);
 });
