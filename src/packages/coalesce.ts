@@ -1,5 +1,6 @@
 import { ReposyncError } from "../errors.js";
 import { type Clock, systemClock } from "../github/clock.js";
+import { untilAborted } from "../until-aborted.js";
 import { normaliseSha256 } from "./content-store.js";
 
 /** What makes two requests the same package: its digest and its size. */
@@ -233,27 +234,4 @@ function asError(err: unknown, signal: AbortSignal): Error {
   if (signal.aborted && signal.reason instanceof ReposyncError) return signal.reason;
   if (err instanceof Error) return err;
   return new Error(`package fetch failed with a non-Error value: ${String(err)}`, { cause: err });
-}
-
-/** `promise`, or a rejection with the signal's reason as soon as it aborts. */
-function untilAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (!signal) return promise;
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(abortReason(signal));
-    signal.addEventListener("abort", onAbort, { once: true });
-    promise.then(
-      (value) => {
-        signal.removeEventListener("abort", onAbort);
-        resolve(value);
-      },
-      (err: unknown) => {
-        signal.removeEventListener("abort", onAbort);
-        reject(err);
-      },
-    );
-  });
-}
-
-function abortReason(signal: AbortSignal): unknown {
-  return signal.reason ?? new DOMException("The operation was aborted", "AbortError");
 }

@@ -1,4 +1,4 @@
-import { isReposyncError } from "../errors.js";
+import { isReposyncError, ReposyncError } from "../errors.js";
 import { diffAssets, selectCandidateAssets } from "../github/candidate-assets.js";
 import type { GitHubClient } from "../github/client.js";
 import type { Clock } from "../github/clock.js";
@@ -10,10 +10,10 @@ import { findRemote } from "../store/remotes.js";
 import { claimSyncLease, getSyncState, releaseSyncLease } from "../store/sync-lease.js";
 import { loadListing, type SyncSummary, saveSyncRecord } from "../store/sync-records.js";
 import { restoreSyncRequest, takeSyncRequest } from "../store/sync-requests.js";
+import { untilAborted } from "../until-aborted.js";
 import { type CommitResult, commitSync, type ReadAsset } from "./commit-sync.js";
 import { type DeriveOutcome, deriveAsset } from "./derive-asset.js";
 import { keepLease } from "./lease-keeper.js";
-import { untilAborted } from "./until-aborted.js";
 
 /** Where a sync job reports; pino's logger fits. */
 export interface SyncLogger {
@@ -165,9 +165,11 @@ async function scan(
   let listed: ListReleasesResult;
   try {
     const storedPages = await loadListing(db, name);
+    // octokit's throttling waits out a secondary limit without looking at the signal.
     listed = await untilAborted(
       listReleases(client, { owner: repoOwner, repo: repoName, storedPages, signal }),
       signal,
+      (s) => new ReposyncError("ABORTED", "stopped while waiting for GitHub", { cause: s.reason }),
     );
   } catch (err) {
     const reason = signal.aborted && isReposyncError(signal.reason) ? signal.reason : err;
