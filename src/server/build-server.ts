@@ -1,9 +1,11 @@
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import { isReposyncError } from "../errors.js";
 import { type Clock, systemClock } from "../github/clock.js";
 import type { Queryable } from "../store/port.js";
 import { registerAdminRoutes } from "./admin-routes.js";
 import { ColdWait } from "./cold-wait.js";
+import { fastRepodata } from "./fast-repodata.js";
 import { httpStatusFor } from "./http-status.js";
 import type { ServerMetrics } from "./metrics.js";
 import type { PackageSource } from "./package-source.js";
@@ -49,7 +51,24 @@ export interface ServerDeps {
  */
 export function buildServer(deps: ServerDeps): FastifyInstance {
   const clock = deps.clock ?? systemClock;
+  const reader = new RepoReader({
+    db: deps.db,
+    clock,
+    ...(deps.freshMs !== undefined ? { freshMs: deps.freshMs } : {}),
+  });
+  // Plain repodata GETs answered from memory skip fastify (fast-repodata.ts), unless every
+  // request is to be logged: then all of them go through fastify, which logs them.
+  const logsRequests = deps.logger !== undefined && !QUIET_LEVELS.has(deps.logger.level);
+  const fast = logsRequests ? undefined : fastRepodata(reader, deps.metrics);
   const app = Fastify({
+    ...(fast
+      ? {
+          serverFactory: (handler: (req: IncomingMessage, res: ServerResponse) => void) =>
+            createServer((req, res) => {
+              if (!fast(req, res)) handler(req, res);
+            }),
+        }
+      : {}),
     ...(deps.logger ? { loggerInstance: deps.logger } : { logger: false }),
     // A child logger per request (for its reqId) only pays when request lines are logged;
     // at warn and above the few lines left go out without it.
@@ -59,11 +78,6 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
     forceCloseConnections: "idle",
     // A reverse proxy in front may not pass exotic URLs through; we refuse them ourselves.
     routerOptions: { maxParamLength: 300 },
-  });
-  const reader = new RepoReader({
-    db: deps.db,
-    clock,
-    ...(deps.freshMs !== undefined ? { freshMs: deps.freshMs } : {}),
   });
   const coldWait = new ColdWait<ServedSnapshot>({
     enqueuePrime: deps.enqueuePrime,

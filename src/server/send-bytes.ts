@@ -17,9 +17,8 @@ export type Body =
   | { readonly kind: "buffer"; readonly bytes: Buffer }
   | { readonly kind: "file"; readonly path: string; readonly size: number };
 
-/** True when `If-None-Match` names `etag` (or is `*`): the client's copy is current. */
-function notModified(request: FastifyRequest, etag: string): boolean {
-  const header = request.headers["if-none-match"];
+/** True when an If-None-Match header names `etag` (or is `*`): the client's copy is current. */
+export function matchesIfNoneMatch(header: string | undefined, etag: string): boolean {
   if (header === undefined) return false;
   return header
     .split(",")
@@ -46,7 +45,9 @@ export function sendBytes(
   if (rep.lastModified !== undefined) {
     reply.header("last-modified", rep.lastModified);
   }
-  if (notModified(request, rep.etag)) return reply.code(304).send();
+  if (matchesIfNoneMatch(request.headers["if-none-match"], rep.etag)) {
+    return reply.code(304).send();
+  }
 
   // If-Range with another validator means "the copy I have part of is stale": send it whole.
   const ifRange = request.headers["if-range"] as string | undefined;
