@@ -8,8 +8,9 @@ import type { PackageFragments } from "./fragments.js";
  * Assembles a repodata snapshot (repomd.xml plus gzip'd primary, filelists and other) from
  * per-package fragments that are already in package order.
  *
- * Output design: the open XML is streamed through gzip and sha256 and never held; the compressed
- * bytes are held and returned. They are small (a few MB for ten thousand packages), each file's
+ * Output design: the open XML is streamed through gzip and sha256 (`buildSnapshot` never holds
+ * it; `index` keeps its batches' blocks in case a skipped file makes it write again); the
+ * compressed bytes are held and returned. They are small (a few MB for ten thousand packages), each file's
  * name is the sha256 of its compressed bytes (known only at the end), and the two consumers want
  * bytes anyway: `index` writes them into a folder (`writeSnapshotFiles`), the sync job stores each
  * file's name and bytes in the database.
@@ -17,7 +18,9 @@ import type { PackageFragments } from "./fragments.js";
  * Deterministic: the same fragments, count and revision give the same bytes. Nothing reads the
  * clock; the revision (also every `<timestamp>`) is the caller's, derived from the data. The gzip
  * header Node writes has no name and mtime 0, so only a different zlib build could change the
- * compressed bytes (and then the names change with them, consistently).
+ * compressed bytes (and then the names change with them, consistently). How the open XML is cut
+ * into writes does not matter: zlib is never flushed before the end, so its output depends on the
+ * bytes alone, and `index` (a block per batch) and `buildSnapshot` (64 KiB chunks) agree.
  */
 
 export const REPODATA_TYPES = ["primary", "filelists", "other"] as const;

@@ -3,7 +3,7 @@ import { gunzipSync } from "node:zlib";
 import { describe, expect, it } from "vitest";
 import { isReposyncError } from "../../src/errors.js";
 import { renderPackage } from "../../src/repodata/fragments.js";
-import { buildSnapshot, compareLocations } from "../../src/repodata/snapshot.js";
+import { buildSnapshot, compareLocations, SnapshotWriter } from "../../src/repodata/snapshot.js";
 import { CONTEXT, makePackage } from "./make-package.js";
 
 const sha256 = (b: Buffer) => createHash("sha256").update(b).digest("hex");
@@ -95,5 +95,42 @@ describe("buildSnapshot", () => {
       (e: unknown) => e,
     );
     expect(isReposyncError(err)).toBe(true);
+  });
+});
+
+describe("SnapshotWriter", () => {
+  const utf8 = (text: string) => Buffer.from(text, "utf8");
+
+  it("writes buildSnapshot's bytes however the packages' XML is cut into blocks", async () => {
+    const names = Array.from({ length: 300 }, (_, i) => `pkg${String(i).padStart(3, "0")}`);
+    const fragments = fragmentsFor(names);
+    const expected = await buildSnapshot(fragments, { packages: names.length, revision: 7 });
+    // Blocks of 1, 2, 3 ... packages, as index batches of any size would be.
+    const writer = new SnapshotWriter(names.length);
+    for (let i = 0, size = 1; i < fragments.length; i += size, size++) {
+      const block = fragments.slice(i, i + size);
+      writer.add(block.length, {
+        primary: utf8(block.map((f) => f.primary).join("")),
+        filelists: utf8(block.map((f) => f.filelists).join("")),
+        other: utf8(block.map((f) => f.other).join("")),
+      });
+    }
+    const snap = await writer.finish(7);
+    expect(snap.repomd.equals(expected.repomd)).toBe(true);
+    expect(snap.files.map((f) => f.bytes.toString("base64"))).toEqual(
+      expected.files.map((f) => f.bytes.toString("base64")),
+    );
+  });
+
+  it("fails at the end when the packages added are not the count announced", async () => {
+    const [fragment] = fragmentsFor(["a"]);
+    const writer = new SnapshotWriter(2);
+    writer.add(1, {
+      primary: utf8(fragment?.primary ?? ""),
+      filelists: utf8(fragment?.filelists ?? ""),
+      other: utf8(fragment?.other ?? ""),
+    });
+    const err = await writer.finish(0).catch((e: unknown) => e);
+    expect(isReposyncError(err) && err.code).toBe("CONFLICT");
   });
 });
