@@ -1,4 +1,4 @@
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { cp, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -61,7 +61,11 @@ describe.skipIf(!BUILT)("index on worker threads (built CLI)", () => {
   });
 
   it("writes the in-thread path's bytes when files are skipped, with the true package count", async () => {
-    const out = execFileSync(CLI, ["index", join(root, "skip-cli")], { encoding: "utf8" });
+    const run = spawnSync(CLI, ["index", join(root, "skip-cli")], { encoding: "utf8" });
+    expect(run.status).toBe(0);
+    expect(run.stderr).toContain("skipped set0/0-not-a-package.rpm: ");
+    expect(run.stderr).toContain("skipped set5/m-not-a-package.rpm: ");
+    const out = run.stdout;
     const indexed = await indexDirectory(join(root, "lib"), { changelogLimit: 10, threads: 0 });
     expect(out).toMatch(
       new RegExp(`^indexed ${indexed.packages} packages, skipped 2, wrote `, "m"),
