@@ -1,6 +1,6 @@
 import type { Database } from "./port.js";
 import { openPostgres } from "./postgres-adapter.js";
-import { openSqlite } from "./sqlite-adapter.js";
+import { openSqlite, type SqliteOptions } from "./sqlite-adapter.js";
 
 /** True when `url` names a Postgres database rather than a SQLite file. */
 export function isPostgresUrl(url: string): boolean {
@@ -11,7 +11,7 @@ export function isPostgresUrl(url: string): boolean {
  * Opens the database that `url` names: `postgres://…` or `postgresql://…` for Postgres,
  * anything else is a SQLite file path (`sqlite:` in front is allowed and dropped).
  */
-export async function openDatabase(url: string): Promise<Database> {
+export async function openDatabase(url: string, options: SqliteOptions = {}): Promise<Database> {
   if (isPostgresUrl(url)) return openPostgres(url);
-  return openSqlite(url.replace(/^sqlite:(\/\/)?/i, ""));
+  return openSqlite(url.replace(/^sqlite:(\/\/)?/i, ""), options);
 }

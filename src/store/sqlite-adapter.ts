@@ -46,6 +46,16 @@ function mapError(err: unknown, file: string): ReposyncError {
   return new ReposyncError("DB_ERROR", `database error (${file}): ${msg}`, { cause: err });
 }
 
+/** How a SQLite database is opened. */
+export interface SqliteOptions {
+  /**
+   * Refuse, with DB_ERROR, a statement issued on the database itself from inside one of its own
+   * transactions (it would otherwise wait for that transaction forever). A development check:
+   * see SqliteDatabase for its cost.
+   */
+  readonly guardNestedUse?: boolean;
+}
+
 /**
  * SQLite through better-sqlite3: one synchronous connection per Database, in WAL mode so readers
  * never wait for the writer. Because the driver is synchronous and shared, an async transaction
@@ -59,12 +69,16 @@ class SqliteDatabase implements Database {
   readonly #cache = new Map<string, { stmt: Prepared; order: number[] }>();
   #tail: Promise<unknown> = Promise.resolve();
   #closed = false;
-  // Marks code running inside this database's transaction callback; see #queue.
-  readonly #inTransaction = new AsyncLocalStorage<SqliteDatabase>();
+  // Marks code running inside this database's transaction callback; see #queue. Only with
+  // the guard on: on Node 20 a used AsyncLocalStorage turns on async hooks for the whole process,
+  // which cost a serving process about a quarter of its repodata throughput (wrk, loopback).
+  // The tests open databases with the guard, so a misuse fails there; production skips it.
+  readonly #inTransaction: AsyncLocalStorage<SqliteDatabase> | undefined;
 
-  constructor(db: Driver, file: string) {
+  constructor(db: Driver, file: string, options: SqliteOptions = {}) {
     this.#db = db;
     this.target = file;
+    this.#inTransaction = options.guardNestedUse ? new AsyncLocalStorage() : undefined;
   }
 
   #prepare(statement: Statement): { stmt: Prepared; args: unknown[] } {
@@ -111,7 +125,7 @@ class SqliteDatabase implements Database {
     }
     // A statement on the database itself from inside its own transaction would queue behind
     // that transaction and wait for it forever; fail loudly instead of hanging.
-    if (this.#inTransaction.getStore() === this) {
+    if (this.#inTransaction?.getStore() === this) {
       return Promise.reject(
         new ReposyncError(
           "DB_ERROR",
@@ -145,7 +159,9 @@ class SqliteDatabase implements Database {
     return this.#queue(async () => {
       this.#run(() => this.#db.exec("begin immediate"));
       try {
-        const out = await this.#inTransaction.run(this, () => fn(this.#direct));
+        const out = await (this.#inTransaction
+          ? this.#inTransaction.run(this, () => fn(this.#direct))
+          : fn(this.#direct));
         this.#run(() => this.#db.exec("commit"));
         return out;
       } catch (err) {
@@ -167,7 +183,7 @@ class SqliteDatabase implements Database {
  * Opens (creating if needed) the SQLite database at `file`, with WAL, a busy timeout and foreign
  * keys on. A file that cannot be opened or is not a database is one DB_UNREACHABLE error.
  */
-export function openSqlite(file: string): Database {
+export function openSqlite(file: string, options: SqliteOptions = {}): Database {
   let db: Driver | undefined;
   try {
     if (file !== ":memory:") mkdirSync(dirname(file), { recursive: true });
@@ -179,7 +195,7 @@ export function openSqlite(file: string): Database {
     // NORMAL is durable across application crashes in WAL mode; only an OS crash can lose the
     // last transactions, which the next sync rewrites anyway.
     db.pragma("synchronous = NORMAL");
-    return new SqliteDatabase(db, file);
+    return new SqliteDatabase(db, file, options);
   } catch (err) {
     db?.close();
     const msg = err instanceof Error ? err.message : String(err);

@@ -38,7 +38,7 @@ export function useFreshDatabase(dialect: Dialect): {
       url = join(dir, "reposync.db");
       cleanup = async () => rmSync(dir, { recursive: true, force: true });
     }
-    main = await openDatabase(url);
+    main = await openDatabase(url, { guardNestedUse: true });
     await migrate(main);
   });
 
@@ -55,7 +55,7 @@ export function useFreshDatabase(dialect: Dialect): {
       return main;
     },
     open: async () => {
-      const d = await openDatabase(url);
+      const d = await openDatabase(url, { guardNestedUse: true });
       extra.push(d);
       return d;
     },
