@@ -20,8 +20,10 @@ export interface RemotePackage extends GitHubPackage {
 }
 
 /**
- * The package as src/packages wants it. A row without an API URL (stored before the column
- * existed) can only be reached through its public URL.
+ * The package as src/packages wants it: through the route the sync job found working (the API
+ * URL with the token for a private repository, so neither a redirect-mode client nor a cache
+ * download is sent to a public URL that answers 404). A row without an API URL (stored before
+ * the column existed) can only be reached through its public URL.
  */
 export function toRemotePackage(remote: Remote, pkg: PackageDownload): RemotePackage {
   return {
@@ -32,7 +34,7 @@ export function toRemotePackage(remote: Remote, pkg: PackageDownload): RemotePac
     name: pkg.name,
     url: pkg.apiUrl ?? pkg.browserDownloadUrl,
     browserDownloadUrl: pkg.browserDownloadUrl,
-    access: pkg.apiUrl === null ? "browser" : "auto",
+    access: pkg.apiUrl === null ? "browser" : pkg.access === "api" ? "api" : "auto",
   };
 }
 

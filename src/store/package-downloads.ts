@@ -16,6 +16,8 @@ export interface PackageDownload {
   readonly browserDownloadUrl: string;
   /** The API URL; with the token and `Accept: application/octet-stream` it downloads. */
   readonly apiUrl: string | null;
+  /** How the sync job reached the asset: `api` means a private repository. */
+  readonly access: "browser" | "api";
 }
 
 interface DownloadRow {
@@ -27,6 +29,7 @@ interface DownloadRow {
   size_package: number;
   download_url: string;
   api_url: string | null;
+  access: string;
 }
 
 /**
@@ -40,7 +43,8 @@ export async function findPackageDownload(
 ): Promise<PackageDownload | undefined> {
   const rows = await db.query<DownloadRow>(
     sql(
-      `select p.remote_name, p.asset_id, a.name, p.pkgid, p.size_package, a.download_url, a.api_url
+      `select p.remote_name, p.asset_id, a.name, p.pkgid, p.size_package, a.download_url, a.api_url,
+         p.access
        from packages p join release_assets a
          on a.remote_name = p.remote_name and a.asset_id = p.asset_id
        where p.remote_name = $1 and p.asset_id = $2`,
@@ -58,5 +62,6 @@ export async function findPackageDownload(
     size: Number(r.size_package),
     browserDownloadUrl: r.download_url,
     apiUrl: r.api_url,
+    access: r.access === "api" ? "api" : "browser",
   };
 }

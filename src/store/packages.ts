@@ -25,6 +25,8 @@ export interface PackageRecord {
   readonly headerStart: number;
   readonly headerEnd: number;
   readonly fragments: PackageFragments;
+  /** How the asset was reached: `api` for a private repository's (the token is needed). */
+  readonly access: "browser" | "api";
 }
 
 /** Stores a package, replacing the one of the same asset (a replaced upload). */
@@ -33,15 +35,16 @@ export async function upsertPackage(db: Queryable, p: PackageRecord): Promise<vo
     sql(
       `insert into packages (remote_name, asset_id, pkgid, location_href, name, arch, epoch,
          version, release, file_time, size_package, header_start, header_end,
-         primary_xml, filelists_xml, other_xml)
-       values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+         primary_xml, filelists_xml, other_xml, access)
+       values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
        on conflict (remote_name, asset_id) do update set
          pkgid = excluded.pkgid, location_href = excluded.location_href, name = excluded.name,
          arch = excluded.arch, epoch = excluded.epoch, version = excluded.version,
          release = excluded.release, file_time = excluded.file_time,
          size_package = excluded.size_package, header_start = excluded.header_start,
          header_end = excluded.header_end, primary_xml = excluded.primary_xml,
-         filelists_xml = excluded.filelists_xml, other_xml = excluded.other_xml`,
+         filelists_xml = excluded.filelists_xml, other_xml = excluded.other_xml,
+         access = excluded.access`,
       p.remote,
       p.assetId,
       p.pkgid,
@@ -58,6 +61,7 @@ export async function upsertPackage(db: Queryable, p: PackageRecord): Promise<vo
       p.fragments.primary,
       p.fragments.filelists,
       p.fragments.other,
+      p.access,
     ),
   );
 }

@@ -21,8 +21,6 @@ export type DeriveOutcome =
       readonly record: PackageRecord;
       readonly requests: number;
       readonly downloaded: boolean;
-      /** The route that worked, for the next asset of the same remote. */
-      readonly access: "browser" | "api";
     }
   | { readonly kind: "failed"; readonly reason: string }
   | { readonly kind: "deferred"; readonly error: ReposyncError; readonly stop: boolean };
@@ -112,7 +110,6 @@ export async function deriveAsset(
       kind: "package",
       requests: read.requests,
       downloaded: read.downloaded,
-      access: read.access,
       record: {
         remote: options.remote,
         assetId: asset.assetId,
@@ -128,6 +125,8 @@ export async function deriveAsset(
         headerStart: pkg.headerStart,
         headerEnd: pkg.headerEnd,
         fragments,
+        // The route that worked: the next asset of the remote, and the server, use it too.
+        access: read.access,
       },
     };
   } catch (err) {

@@ -218,7 +218,7 @@ async function scan(
           });
     if (outcome?.kind === "package") {
       read.push({ asset, record: outcome.record });
-      if (outcome.access === "api") access = "api";
+      if (outcome.record.access === "api") access = "api";
     } else if (outcome?.kind === "failed") {
       failed++;
       read.push({ asset, error: outcome.reason });

@@ -38,8 +38,9 @@ export async function syncedRemote(
   db: Database,
   gh: FakeGitHub,
   remote: Partial<NewRemote> = {},
+  options: { private?: boolean } = {},
 ): Promise<SyncedRemote> {
-  const { owner, repo, name } = await newRemote(db, gh, { remote });
+  const { owner, repo, name } = await newRemote(db, gh, { remote, ...options });
   const files = FIXTURES.map((f) => ({ name: f, content: readFileSync(fixtureRpm(f)) }));
   const release = gh.addRelease(owner, repo, { tag: "v1", assets: files });
   const report = await runSync(syncDeps(db, gh, { clock: systemClock }), name, { prime: true });

@@ -126,6 +126,21 @@ describe("package routes", () => {
     expect(wholeDownloads(id)).toBe(0);
   });
 
+  it("answers a redirect remote of a private repo with a 302 to the signed CDN address, never the public URL or our token", async () => {
+    const remote = await syncedRemote(t.db(), gh, { packageMode: "redirect" }, { private: true });
+    const { app } = await serve();
+    const asset = remote.assets.get(NAME);
+    const res = await app.inject(`/${remote.name}/packages/${asset?.id}/${NAME}`);
+    expect(res.statusCode).toBe(302);
+    const location = String(res.headers.location);
+    expect(location.startsWith(gh.cdnUrl)).toBe(true);
+    expect(location).not.toContain(gh.token);
+    // The client follows it without credentials and gets the package.
+    const followed = Buffer.from(await (await fetch(location)).arrayBuffer());
+    expect(followed.equals(asset?.bytes ?? Buffer.alloc(0))).toBe(true);
+    expect(gh.counters.cdnAuthRejected).toBe(0);
+  });
+
   it("answers 16 concurrent requests for one uncached package with one upstream download and 16 identical complete bodies", async () => {
     const remote = await syncedRemote(t.db(), gh);
     const bytes = remote.assets.get(NAME)?.bytes ?? Buffer.alloc(0);
