@@ -1,5 +1,4 @@
 import type { Command } from "commander";
-import { Daemon } from "../daemon.js";
 import { addSettingOptions, configFor } from "./store-options.js";
 
 /** systemd's default TimeoutStopSec is 90 s; ours promises 10 s and enforces it here. */
@@ -37,6 +36,9 @@ export function registerServeCommand(program: Command): void {
   ]);
   command.action(async (_opts: unknown, cmd: Command) => {
     // Every bad setting is reported here, before anything opens or listens.
+    // Loaded here, not at the top: fastify, octokit and the syncer are serve's alone, and
+    // every other command starts faster without them.
+    const { Daemon } = await import("../daemon.js");
     const daemon = new Daemon({ config: configFor(cmd) });
     const url = await daemon.start();
     process.stdout.write(`reposync: serving on ${url}\n`);

@@ -3,12 +3,10 @@ import type { Command } from "commander";
 import { remoteTokenResolver } from "../config/remote-token.js";
 import type { Config } from "../config/schema.js";
 import { ReposyncError } from "../errors.js";
-import { DEFAULT_API_BASE_URL } from "../github/client.js";
 import type { Database } from "../store/port.js";
 import { getRemote, listRemotes } from "../store/remotes.js";
 import { requestSync } from "../store/sync-requests.js";
-import { createSyncDeps } from "../sync/sync-deps.js";
-import { runSync, type SyncReport } from "../sync/sync-job.js";
+import type { SyncReport } from "../sync/sync-job.js";
 import { configFor, withStore } from "./store-options.js";
 
 const HELP_AFTER = `
@@ -53,6 +51,12 @@ async function syncNow(db: Database, config: Config, names: readonly string[]): 
     process.stdout.write("no remotes yet; add one with `reposync add-remote NAME OWNER/REPO`\n");
     return;
   }
+  // The GitHub client and the sync job load only for `sync --now`: `sync` alone just marks rows.
+  const [{ DEFAULT_API_BASE_URL }, { createSyncDeps }, { runSync }] = await Promise.all([
+    import("../github/client.js"),
+    import("../sync/sync-deps.js"),
+    import("../sync/sync-job.js"),
+  ]);
   const { deps } = createSyncDeps({
     db,
     settings: {

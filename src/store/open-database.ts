@@ -1,6 +1,5 @@
 import type { Database } from "./port.js";
-import { openPostgres } from "./postgres-adapter.js";
-import { openSqlite, type SqliteOptions } from "./sqlite-adapter.js";
+import type { SqliteOptions } from "./sqlite-adapter.js";
 
 /** True when `url` names a Postgres database rather than a SQLite file. */
 export function isPostgresUrl(url: string): boolean {
@@ -12,6 +11,8 @@ export function isPostgresUrl(url: string): boolean {
  * anything else is a SQLite file path (`sqlite:` in front is allowed and dropped).
  */
 export async function openDatabase(url: string, options: SqliteOptions = {}): Promise<Database> {
-  if (isPostgresUrl(url)) return openPostgres(url);
+  // Each driver is loaded only when used: every CLI command starts faster without the other.
+  if (isPostgresUrl(url)) return (await import("./postgres-adapter.js")).openPostgres(url);
+  const { openSqlite } = await import("./sqlite-adapter.js");
   return openSqlite(url.replace(/^sqlite:(\/\/)?/i, ""), options);
 }
