@@ -2,34 +2,15 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { main } from "../../src/cli/main.js";
 import { openDatabase } from "../../src/store/open-database.js";
 import { sql } from "../../src/store/port.js";
 import { claimSyncLease } from "../../src/store/sync-lease.js";
+import { runCliInProcess } from "../support/cli-in-process.js";
 import { createTestSchema, havePostgres } from "../support/postgres.js";
 
 const PG = await havePostgres();
 
-/** Runs the CLI in-process and captures what it prints. */
-async function reposync(...args: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = "";
-  let err = "";
-  const o = vi.spyOn(process.stdout, "write").mockImplementation((chunk) => {
-    out += String(chunk);
-    return true;
-  });
-  const e = vi.spyOn(process.stderr, "write").mockImplementation((chunk) => {
-    err += String(chunk);
-    return true;
-  });
-  try {
-    const code = await main(["node", "reposync", ...args]);
-    return { code, out, err };
-  } finally {
-    o.mockRestore();
-    e.mockRestore();
-  }
-}
+const reposync = runCliInProcess;
 
 const TABLES = [
   "remotes",

@@ -7,48 +7,18 @@ import {
   readdirSync,
   readFileSync,
   rmSync,
-  statSync,
   writeFileSync,
 } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CLI, ensureBuilt } from "../server/cli-process.js";
 import { FIXTURE_RPMS_DIR, listFixtureRpms } from "../support/fixtures.js";
 import { type StaticServer, startStaticServer } from "../support/static-server.js";
-import { CORPUS_DIR, haveTools, REPO_ROOT } from "../support/tools.js";
+import { CORPUS_DIR, haveTools } from "../support/tools.js";
 
 const run = promisify(execFile);
-
-// The real CLI, as a user runs it. dist/ comes from `npm run build` (scripts/test.sh runs it
-// through `npm ci`'s prepare step); when src/ is newer, beforeAll rebuilds so a local run never
-// tests yesterday's code.
-const CLI = path.join(REPO_ROOT, "bin", "reposync");
-const DIST_MAIN = path.join(REPO_ROOT, "dist", "cli", "main.js");
-
-function newestMtime(dir: string): number {
-  let newest = 0;
-  for (const entry of readdirSync(dir, { recursive: true, withFileTypes: true })) {
-    if (entry.isFile() && entry.name.endsWith(".ts")) {
-      newest = Math.max(newest, statSync(path.join(entry.parentPath, entry.name)).mtimeMs);
-    }
-  }
-  return newest;
-}
-
-function ensureBuilt(): void {
-  const src = path.join(REPO_ROOT, "src");
-  if (existsSync(DIST_MAIN) && statSync(DIST_MAIN).mtimeMs >= newestMtime(src)) return;
-  try {
-    execFileSync("npm", ["run", "--silent", "build"], { cwd: REPO_ROOT, stdio: "pipe" });
-  } catch (err) {
-    // tsc still emits on type errors; only a missing entry point makes the CLI unusable.
-    if (!existsSync(DIST_MAIN)) {
-      const out = err instanceof Error && "stdout" in err ? String(err.stdout) : String(err);
-      throw new Error(`npm run build failed and dist/cli/main.js is missing:\n${out}`);
-    }
-  }
-}
 
 /** Packages dnf downloads in these tests: fx-noarch pulls in fx-files; fx-bighdr has a 600 KiB header. */
 const DOWNLOADED = [

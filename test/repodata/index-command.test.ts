@@ -1,30 +1,11 @@
 import { copyFile, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { main } from "../../src/cli/main.js";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { runCliInProcess } from "../support/cli-in-process.js";
 import { CORPUS_DIR } from "../support/tools.js";
 
-/** Runs the CLI in-process, capturing what it prints. */
-async function run(...args: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = "";
-  let err = "";
-  const o = vi.spyOn(process.stdout, "write").mockImplementation((chunk) => {
-    out += String(chunk);
-    return true;
-  });
-  const e = vi.spyOn(process.stderr, "write").mockImplementation((chunk) => {
-    err += String(chunk);
-    return true;
-  });
-  try {
-    const code = await main(["node", "reposync", ...args]);
-    return { code, out, err };
-  } finally {
-    o.mockRestore();
-    e.mockRestore();
-  }
-}
+const run = runCliInProcess;
 
 describe("reposync index", () => {
   let dir: string;
