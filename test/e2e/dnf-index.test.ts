@@ -14,6 +14,7 @@ import * as path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CLI, ensureBuilt } from "../server/cli-process.js";
+import { type IsolatedDnf, isolatedDnf } from "../support/dnf.js";
 import { FIXTURE_RPMS_DIR, listFixtureRpms } from "../support/fixtures.js";
 import { type StaticServer, startStaticServer } from "../support/static-server.js";
 import { CORPUS_DIR, haveTools } from "../support/tools.js";
@@ -27,43 +28,7 @@ const DOWNLOADED = [
   "fx-bighdr-1.0-1.x86_64.rpm",
 ];
 
-/**
- * A dnf pointed at one served repository only, with its own install root and cache so nothing on
- * the host (repos, cache, rpmdb) takes part. `--releasever` is needed because the empty root has
- * no release package.
- */
-function dnfFor(baseUrl: string, stateDir: string) {
-  const common = [
-    "-y",
-    "-q",
-    "--noplugins",
-    `--installroot=${path.join(stateDir, "root")}`,
-    "--releasever=1",
-    "--setopt=reposdir=/dev/null",
-    `--setopt=cachedir=${path.join(stateDir, "cache")}`,
-    `--repofrompath=r,${baseUrl}`,
-    "--repo=r",
-    "--setopt=r.gpgcheck=0",
-  ];
-  return async (...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> => {
-    try {
-      const { stdout, stderr } = await run("dnf", [...common, ...args], {
-        env: { ...process.env, LC_ALL: "C.UTF-8" },
-        maxBuffer: 64 * 1024 * 1024,
-      });
-      return { code: 0, stdout, stderr };
-    } catch (err) {
-      const e = err as { code?: number; stdout?: string; stderr?: string };
-      return {
-        code: typeof e.code === "number" ? e.code : -1,
-        stdout: e.stdout ?? "",
-        stderr: e.stderr ?? "",
-      };
-    }
-  };
-}
-
-type Dnf = ReturnType<typeof dnfFor>;
+type Dnf = IsolatedDnf;
 
 async function ok(dnf: Dnf, ...args: string[]): Promise<string> {
   const res = await dnf(...args);
@@ -175,8 +140,8 @@ describe.skipIf(!haveTools("dnf", "createrepo_c"))(
       oursServer = await startStaticServer(ours);
       referenceServer = await startStaticServer(reference);
       tamperedServer = await startStaticServer(tampered);
-      dnf = dnfFor(oursServer.url, path.join(work, "dnf-ours"));
-      dnfReference = dnfFor(referenceServer.url, path.join(work, "dnf-reference"));
+      dnf = isolatedDnf(oursServer.url, path.join(work, "dnf-ours"));
+      dnfReference = isolatedDnf(referenceServer.url, path.join(work, "dnf-reference"));
     });
 
     afterAll(async () => {
@@ -229,7 +194,7 @@ describe.skipIf(!haveTools("dnf", "createrepo_c"))(
     });
 
     it("dnf refuses packages whose bytes do not match the checksum in the repodata", async () => {
-      const dnfTampered = dnfFor(tamperedServer.url, path.join(work, "dnf-tampered"));
+      const dnfTampered = isolatedDnf(tamperedServer.url, path.join(work, "dnf-tampered"));
       const dest = path.join(work, "downloaded-tampered");
       const res = await dnfTampered(
         "install",

@@ -7,6 +7,7 @@ import { gunzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Element, xml2js } from "xml-js";
 import { ensureBuilt, reposync, type ServeProcess, startServe } from "../server/cli-process.js";
+import { isolatedDnf } from "../support/dnf.js";
 import { FakeGitHub } from "../support/fake-github.js";
 import { listFixtureRpms } from "../support/fixtures.js";
 import { haveTools } from "../support/tools.js";
@@ -14,37 +15,9 @@ import { haveTools } from "../support/tools.js";
 const run = promisify(execFile);
 const UPDATED_AT = "2025-07-01T12:00:00Z";
 
-/**
- * A dnf that sees only the served repository, with its own install root and cache, so nothing
- * of the host takes part. gpgcheck is off (releases carry no signatures); the sha256 of every
- * package is still checked against primary.xml, which is what dnf refuses a package over.
- */
+/** dnf on the served repository alone; weak dependencies off so exactly the named packages come. */
 function dnfFor(baseUrl: string, stateDir: string) {
-  const common = [
-    "-y",
-    "-q",
-    "--noplugins",
-    `--installroot=${path.join(stateDir, "root")}`,
-    "--releasever=1",
-    "--setopt=reposdir=/dev/null",
-    `--setopt=cachedir=${path.join(stateDir, "cache")}`,
-    `--repofrompath=fx,${baseUrl}`,
-    "--repo=fx",
-    "--setopt=fx.gpgcheck=0",
-    "--setopt=install_weak_deps=False",
-  ];
-  return async (...args: string[]): Promise<string> => {
-    try {
-      const { stdout } = await run("dnf", [...common, ...args], {
-        env: { ...process.env, LC_ALL: "C.UTF-8" },
-        maxBuffer: 64 * 1024 * 1024,
-      });
-      return stdout;
-    } catch (err) {
-      const e = err as { code?: number; stdout?: string; stderr?: string };
-      throw new Error(`dnf ${args.join(" ")} exited ${e.code}:\n${e.stderr}${e.stdout}`);
-    }
-  };
+  return isolatedDnf(baseUrl, stateDir, ["--setopt=install_weak_deps=False"]).check;
 }
 
 function parse(xml: string): Element {
