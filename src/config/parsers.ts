@@ -1,3 +1,4 @@
+import { availableParallelism } from "node:os";
 import { parseDuration } from "./duration.js";
 
 /**
@@ -24,6 +25,12 @@ export function integerIn(min: number, max: number): (raw: string) => number {
     }
     return n;
   };
+}
+
+/** A number of worker processes, 1 to 64, or `auto`: one per CPU this process may use. */
+export function workerCount(raw: string): number {
+  if (raw.trim().toLowerCase() === "auto") return Math.min(64, availableParallelism());
+  return integerIn(1, 64)(raw);
 }
 
 /** A duration such as 90s, 5m or 1h, in milliseconds. */

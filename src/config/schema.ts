@@ -7,6 +7,7 @@ import {
   nonEmpty,
   positiveNumber,
   stateDirectory,
+  workerCount,
 } from "./parsers.js";
 
 /**
@@ -155,6 +156,17 @@ export const SETTINGS = {
       if (ms < 1000) throw new Error("expected at least 1s");
       return ms;
     },
+  }),
+  /**
+   * How many processes answer HTTP (1). With more, a primary process keeps the one engine
+   * (syncer, package cache, token bucket) and forks that many workers sharing the port.
+   */
+  workers: setting({
+    env: "REPOSYNC_WORKERS",
+    flag: "--workers <n>",
+    help: "processes answering HTTP: a number from 1 to 64, or auto (one per CPU)",
+    default: "1",
+    parse: workerCount,
   }),
   /** How much `serve` logs (pino levels); `warn` leaves out the line per request. */
   logLevel: setting({

@@ -42,6 +42,11 @@ export interface ServerDeps {
   readonly shutdown?: AbortSignal;
   /** How long remotes and snapshots are remembered (RepoReader, 1 s). */
   readonly freshMs?: number;
+  /**
+   * The text /metrics answers; default: `metrics`' registry. A cluster worker passes the whole
+   * cluster's, summed over its processes by the primary.
+   */
+  readonly metricsText?: () => Promise<string>;
 }
 
 /**
@@ -121,7 +126,10 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
     done();
   });
 
-  registerSiteRoutes(app, { db: deps.db, metrics: deps.metrics });
+  registerSiteRoutes(app, {
+    db: deps.db,
+    metricsText: deps.metricsText ?? (() => deps.metrics.registry.metrics()),
+  });
   registerRepoRoutes(app, {
     db: deps.db,
     reader,

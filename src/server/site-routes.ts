@@ -1,16 +1,16 @@
 import type { FastifyInstance } from "fastify";
+import { Registry } from "prom-client";
 import { countPackages } from "../store/packages.js";
 import { type Queryable, sql } from "../store/port.js";
 import { listRemotes } from "../store/remotes.js";
 import { listSyncRecords } from "../store/sync-records.js";
 import { baseUrlOf } from "./base-url.js";
 import { renderIndexPage } from "./index-page.js";
-import type { ServerMetrics } from "./metrics.js";
 
 /** The index page, health checks and metrics. */
 export function registerSiteRoutes(
   app: FastifyInstance,
-  deps: { readonly db: Queryable; readonly metrics: ServerMetrics },
+  deps: { readonly db: Queryable; readonly metricsText: () => Promise<string> },
 ): void {
   app.get("/", async (request, reply) => {
     const [remotes, counts, records] = await Promise.all([
@@ -44,7 +44,7 @@ export function registerSiteRoutes(
   });
 
   app.get("/metrics", async (_request, reply) => {
-    const text = await deps.metrics.registry.metrics();
-    return reply.type(deps.metrics.registry.contentType).send(text);
+    const text = await deps.metricsText();
+    return reply.type(Registry.PROMETHEUS_CONTENT_TYPE).send(text);
   });
 }
