@@ -66,7 +66,7 @@ export class Rpc {
   /** Calls `op` on the other end. */
   call(op: string, args: unknown, signal?: AbortSignal): Promise<unknown> {
     if (this.closed) return Promise.reject(this.closed);
-    signal?.throwIfAborted();
+    if (signal?.aborted) return Promise.reject(signal.reason);
     const id = this.nextId++;
     const answer = new Promise<unknown>((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
