@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
+import { get, type IncomingMessage } from "node:http";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { Writable } from "node:stream";
@@ -11,8 +12,9 @@ import { migrate } from "../../src/store/migrate.js";
 import { openDatabase } from "../../src/store/open-database.js";
 import { sql } from "../../src/store/port.js";
 import { addRemote } from "../../src/store/remotes.js";
-import { Countdown } from "../packages/deferred.js";
+import { Countdown, deferred } from "../packages/deferred.js";
 import { HeldUpstream } from "../packages/held-upstream.js";
+import { basicMain, buildRpm } from "../rpm/header-builder.js";
 import { FakeGitHub } from "../support/fake-github.js";
 import { fixtureRpm } from "../support/fixtures.js";
 import { createTestSchema, havePostgres } from "../support/postgres.js";
@@ -24,6 +26,7 @@ const PG = await havePostgres();
 function capturingLogger() {
   const lines: string[] = [];
   const incoming = new Countdown();
+  let waiters: { msg: string; done: () => void }[] = [];
   const stream = new Writable({
     write(chunk: Buffer, _enc, done) {
       for (const line of chunk
@@ -32,11 +35,61 @@ function capturingLogger() {
         .filter((l) => l !== "")) {
         lines.push(line);
         if (line.includes('"msg":"incoming request"')) incoming.bump();
+        const ready = waiters.filter((w) => line.includes(`"msg":"${w.msg}"`));
+        waiters = waiters.filter((w) => !ready.includes(w));
+        for (const w of ready) w.done();
       }
       done();
     },
   });
-  return { logger: pino({ level: "info" }, stream), lines, incoming };
+  /** Resolves once a line with this message was logged. */
+  const logged = (msg: string): Promise<void> =>
+    lines.some((l) => l.includes(`"msg":"${msg}"`))
+      ? Promise.resolve()
+      : new Promise((done) => waiters.push({ msg, done }));
+  const count = (msg: string) => lines.filter((l) => l.includes(`"msg":"${msg}"`)).length;
+  return { logger: pino({ level: "info" }, stream), lines, incoming, logged, count };
+}
+
+const CUT = "cutting the responses still in flight";
+
+/**
+ * A GET whose body the client does not read until the test says so: the headers arrive, then
+ * the client's buffers fill and the server's writes back up, so a body larger than the socket
+ * buffers of both ends stays in flight for as long as the test likes (a stalled dnf client).
+ * Its own connection, not kept alive (Connection: close): once the response has ended there is
+ * nothing left of it for stop() to wait for.
+ */
+function stalledGet(url: string) {
+  const response = deferred<IncomingMessage>();
+  const req = get(url, { agent: false }, (res) => {
+    res.pause();
+    response.resolve(res);
+  });
+  req.on("error", (err) => response.reject(err));
+  return {
+    /** The status and Content-Length, once the headers arrived (the body is still unread). */
+    headers: response.promise.then((res) => ({
+      status: res.statusCode,
+      length: Number(res.headers["content-length"]),
+    })),
+    /** Reads the body until the connection or the message ends. */
+    async readToEnd(): Promise<{ received: number; complete: boolean; error?: Error }> {
+      const res = await response.promise;
+      let received = 0;
+      let error: Error | undefined;
+      res.on("data", (chunk: Buffer) => {
+        received += chunk.length;
+      });
+      res.on("error", (err) => {
+        error = err;
+      });
+      // Paused by hand at the headers: a data listener alone would not start it again.
+      res.resume();
+      await new Promise<void>((done) => res.once("close", () => done()));
+      return { received, complete: res.complete, ...(error ? { error } : {}) };
+    },
+  };
 }
 
 let gh: FakeGitHub;
@@ -58,7 +111,7 @@ describe("the daemon", () => {
   });
 
   async function newDaemon(
-    extra: { coldWait?: string; database?: string; shareDir?: boolean } = {},
+    extra: { coldWait?: string; database?: string; shareDir?: boolean; drainMs?: number } = {},
   ) {
     if (!extra.shareDir) dir = await mkdtemp(path.join(tmpdir(), "reposync-daemon-"));
     const config = loadConfig({
@@ -78,7 +131,7 @@ describe("the daemon", () => {
       config,
       logger: log.logger,
       tokenFor: () => undefined,
-      drainMs: 200,
+      drainMs: extra.drainMs ?? 200,
       cacheGraceMs: 0,
     });
     daemons.push(daemon);
@@ -146,6 +199,74 @@ describe("the daemon", () => {
     expect(d.status).toBe(503);
     expect(c.status).toBe(503);
     await expect(fetch(`${url}/healthz`)).rejects.toThrow();
+  });
+
+  /**
+   * A started daemon serving one remote whose only package is far larger than the socket
+   * buffers of a connection: a client that stops reading keeps its response in flight.
+   */
+  async function daemonWithLargePackage(repo: string, drainMs: number) {
+    const made = await newDaemon({ drainMs });
+    const name = "big-1.0-1.x86_64.rpm";
+    const content = buildRpm({ main: basicMain("big"), payload: 32 * 1024 * 1024 }).bytes;
+    gh.addRepo({ owner: "acme", repo });
+    const release = gh.addRelease("acme", repo, { tag: "v1", assets: [{ name, content }] });
+    const db = await openDatabase(made.config.database);
+    try {
+      await migrate(db);
+      await addRemote(db, {
+        name: repo,
+        repo: `acme/${repo}`,
+        apiUrl: null,
+        tokenEnv: null,
+        include: [],
+        exclude: [],
+        prereleases: false,
+        intervalMs: 300_000,
+        packageMode: "cache",
+      });
+    } finally {
+      await db.close();
+    }
+    const url = await made.daemon.start();
+    expect((await fetch(`${url}/${repo}/repodata/repomd.xml`)).status).toBe(200);
+    return {
+      ...made,
+      url,
+      size: content.length,
+      pkg: `${url}/${repo}/packages/${release.assetIds[0]}/${name}`,
+    };
+  }
+
+  it("stop() cuts a response still in flight when the drain ends: it resolves and the client's body ends short", async () => {
+    const { daemon, pkg, size, count } = await daemonWithLargePackage("cut1", 200);
+    const stalled = stalledGet(pkg);
+    // Headers received: the response is under way, and this client will not read its body.
+    expect(await stalled.headers).toEqual({ status: 200, length: size });
+
+    // Without the cut this never resolves: the response can only end by being cut.
+    await daemon.stop();
+    expect(count(CUT)).toBe(1);
+    // The client reads what reached it, then sees its connection end before the body's end.
+    const end = await stalled.readToEnd();
+    expect(end.complete).toBe(false);
+    expect(end.received).toBeLessThan(size);
+  });
+
+  it("stop() waits for a response in flight that ends within the drain: the client gets it in full and nothing is cut", async () => {
+    // A drain longer than the test's timeout: only the response ending can let stop() resolve.
+    const { daemon, pkg, size, logged, count } = await daemonWithLargePackage("drain1", 600_000);
+    const stalled = stalledGet(pkg);
+    expect(await stalled.headers).toEqual({ status: 200, length: size });
+
+    const stopped = daemon.stop();
+    await logged("stopping");
+    // The client reads on only now that the daemon is stopping.
+    const end = await stalled.readToEnd();
+    expect(end).toEqual({ received: size, complete: true });
+    await stopped;
+    expect(count(CUT)).toBe(0);
+    expect(count("stopped")).toBe(1);
   });
 
   it.skipIf(!PG)(
