@@ -64,14 +64,30 @@ function workerChannel(worker: Worker): Channel {
 export class ClusterPrimary {
   private engine: Engine | undefined;
   private readonly members = new Set<Member>();
+  private starting: Promise<string> | undefined;
   private stopping: Promise<void> | undefined;
+  private closing: Promise<void> | undefined;
   private restartDelayMs = 1000;
   private url: string | undefined;
 
   constructor(private readonly options: ClusterPrimaryOptions) {}
 
   /** Starts the engine, then the workers; resolves to the URL once every worker listens. */
-  async start(): Promise<string> {
+  start(): Promise<string> {
+    this.starting ??= this.startParts();
+    return this.starting;
+  }
+
+  /** Stops the workers (each drains), then the engine; idempotent; waits for a start first. */
+  stop(): Promise<void> {
+    this.stopping ??= (async () => {
+      await this.starting?.catch(() => {});
+      await this.close();
+    })();
+    return this.stopping;
+  }
+
+  private async startParts(): Promise<string> {
     const log = this.options.logger;
     this.engine = await startEngine({ config: this.options.config, logger: log });
     this.engine.onSynced((remote, failure) => {
@@ -84,7 +100,7 @@ export class ClusterPrimary {
       const urls = await Promise.all(started);
       this.url = urls[0] as string;
     } catch (err) {
-      await this.stop();
+      await this.close();
       throw err;
     }
     log.info(
@@ -94,9 +110,8 @@ export class ClusterPrimary {
     return this.url;
   }
 
-  /** Stops the workers (each drains), then the engine; idempotent. */
-  stop(): Promise<void> {
-    this.stopping ??= (async () => {
+  private close(): Promise<void> {
+    this.closing ??= (async () => {
       const log = this.options.logger;
       log.info("stopping");
       const members = [...this.members];
@@ -118,7 +133,7 @@ export class ClusterPrimary {
       await this.engine?.stop();
       log.info("stopped");
     })();
-    return this.stopping;
+    return this.closing;
   }
 
   private fork(): Member {
@@ -163,14 +178,14 @@ export class ClusterPrimary {
     worker.once("exit", (code, signal) => {
       this.members.delete(member);
       rpc.close(new ReposyncError("ABORTED", `worker ${worker.id} exited`));
-      if (this.stopping || this.url === undefined) return;
+      if (this.closing || this.url === undefined) return;
       const lived = Date.now() - member.startedAt;
       this.restartDelayMs =
         lived >= STEADY_MS ? 1000 : Math.min(this.restartDelayMs * 2, MAX_RESTART_DELAY_MS);
       const delayMs = lived >= STEADY_MS ? 0 : this.restartDelayMs;
       log.error({ worker: worker.id, code, signal, restartInMs: delayMs }, "a worker died");
       setTimeout(() => {
-        if (this.stopping) return;
+        if (this.closing) return;
         this.fork().listening.then(
           (url) => log.info({ url }, "a replacement worker is serving"),
           (err: unknown) => log.error({ err }, "a replacement worker did not start"),

@@ -43,12 +43,18 @@ export class ClusterWorker {
   private db: Database | undefined;
   private rpc: Rpc | undefined;
   private readonly shutdown = new AbortController();
+  private starting: Promise<string> | undefined;
   private stopping: Promise<void> | undefined;
 
   constructor(private readonly options: ClusterWorkerOptions) {}
 
   /** Opens the database, builds the server and listens; resolves to its URL. */
-  async start(): Promise<string> {
+  start(): Promise<string> {
+    this.starting ??= this.startParts();
+    return this.starting;
+  }
+
+  private async startParts(): Promise<string> {
     const { config, logger: log, channel } = this.options;
     const metrics = new ServerMetrics();
     const rpc = new Rpc(channel, {
@@ -87,6 +93,7 @@ export class ClusterWorker {
   /** Stops accepting, drains (then cuts) the requests in flight, closes the database. */
   stop(): Promise<void> {
     this.stopping ??= (async () => {
+      await this.starting?.catch(() => {});
       const log = this.options.logger;
       this.shutdown.abort(new Error("reposync is stopping"));
       if (this.app) await closeWithin(this.app, this.options.drainMs ?? DRAIN_MS, log);
