@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
-import { get, type IncomingMessage } from "node:http";
+import { Agent, get, type IncomingMessage } from "node:http";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { Writable } from "node:stream";
@@ -60,9 +60,9 @@ const CUT = "cutting the responses still in flight";
  * Its own connection, not kept alive (Connection: close): once the response has ended there is
  * nothing left of it for stop() to wait for.
  */
-function stalledGet(url: string) {
+function stalledGet(url: string, agent: Agent | false = false) {
   const response = deferred<IncomingMessage>();
-  const req = get(url, { agent: false }, (res) => {
+  const req = get(url, { agent }, (res) => {
     res.pause();
     response.resolve(res);
   });
@@ -267,6 +267,25 @@ describe("the daemon", () => {
     await stopped;
     expect(count(CUT)).toBe(0);
     expect(count("stopped")).toBe(1);
+  });
+
+  it("stop() closes a keep-alive connection whose response ended within the drain, instead of waiting it out", async () => {
+    // dnf (libcurl) keeps its connections open between requests. Once the response ends, the
+    // connection is idle: stop() must close it then, not hold on until the drain's end.
+    const { daemon, pkg, size, logged, count } = await daemonWithLargePackage("drain2", 600_000);
+    const agent = new Agent({ keepAlive: true, keepAliveMsecs: 600_000 });
+    try {
+      const stalled = stalledGet(pkg, agent);
+      expect(await stalled.headers).toEqual({ status: 200, length: size });
+      const stopped = daemon.stop();
+      await logged("stopping");
+      const end = await stalled.readToEnd();
+      expect(end).toEqual({ received: size, complete: true });
+      await stopped;
+      expect(count(CUT)).toBe(0);
+    } finally {
+      agent.destroy();
+    }
   });
 
   it.skipIf(!PG)(
