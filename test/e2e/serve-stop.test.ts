@@ -4,8 +4,10 @@ import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { basicMain, buildRpm } from "../rpm/header-builder.js";
 import { CLI, ensureBuilt, reposync, startServe } from "../server/cli-process.js";
 import { FakeGitHub } from "../support/fake-github.js";
+import { stalledGet } from "../support/stalled-get.js";
 
 const run = promisify(execFile);
 
@@ -71,4 +73,45 @@ describe("reposync serve as a process: bad settings and signals", () => {
     expect(res.headers.get("retry-after")).toBe("60");
     expect(code, serve.output()).toBe(0);
   });
+
+  // The single process drains through the Daemon, a worker through its own stop: both must cut.
+  it.each([1, 2])(
+    "with --workers %i, exits 0 on SIGTERM, cutting a download whose client stopped reading",
+    async (workers) => {
+      const name = "big-1.0-1.x86_64.rpm";
+      // Far larger than the socket buffers of a connection: it cannot all be written ahead.
+      const content = buildRpm({ main: basicMain("big"), payload: 32 * 1024 * 1024 }).bytes;
+      const repo = `stuck${workers}`;
+      gh.addRepo({ owner: "acme", repo });
+      const release = gh.addRelease("acme", repo, { tag: "v1", assets: [{ name, content }] });
+      const dataDir = path.join(work, repo);
+      const env = {
+        GITHUB_API_URL: gh.apiUrl,
+        GITHUB_TOKEN: "",
+        REPOSYNC_DATABASE: "",
+        STATE_DIRECTORY: "",
+      };
+      await reposync(["--data-dir", dataDir, "add-remote", repo, `acme/${repo}`], env);
+      const serve = await startServe(
+        ["--data-dir", dataDir, "--listen", "127.0.0.1:0", "--workers", String(workers)],
+        env,
+      );
+      try {
+        expect((await fetch(`${serve.url}/${repo}/repodata/repomd.xml`)).status).toBe(200);
+        const stalled = stalledGet(`${serve.url}/${repo}/packages/${release.assetIds[0]}/${name}`);
+        // Headers received: the response is under way, and this client will not read its body.
+        expect(await stalled.headers).toEqual({ status: 200, length: content.length });
+
+        // Past its 10 s deadline the process exits 1; 0 means it stopped in time, by the cut.
+        const code = await serve.stop("SIGTERM");
+        expect(code, serve.output()).toBe(0);
+        expect(serve.output()).toContain('"msg":"cutting the responses still in flight"');
+        const end = await stalled.readToEnd();
+        expect(end.complete).toBe(false);
+        expect(end.received).toBeLessThan(content.length);
+      } finally {
+        if (serve.child.exitCode === null) await serve.stop("SIGKILL");
+      }
+    },
+  );
 });

@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
-import { Agent, get, type IncomingMessage } from "node:http";
+import { Agent } from "node:http";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { Writable } from "node:stream";
@@ -12,12 +12,13 @@ import { migrate } from "../../src/store/migrate.js";
 import { openDatabase } from "../../src/store/open-database.js";
 import { sql } from "../../src/store/port.js";
 import { addRemote } from "../../src/store/remotes.js";
-import { Countdown, deferred } from "../packages/deferred.js";
+import { Countdown } from "../packages/deferred.js";
 import { HeldUpstream } from "../packages/held-upstream.js";
 import { basicMain, buildRpm } from "../rpm/header-builder.js";
 import { FakeGitHub } from "../support/fake-github.js";
 import { fixtureRpm } from "../support/fixtures.js";
 import { createTestSchema, havePostgres } from "../support/postgres.js";
+import { stalledGet } from "../support/stalled-get.js";
 
 const NAME = "fx-files-1.0-1.x86_64.rpm";
 const PG = await havePostgres();
@@ -52,45 +53,6 @@ function capturingLogger() {
 }
 
 const CUT = "cutting the responses still in flight";
-
-/**
- * A GET whose body the client does not read until the test says so: the headers arrive, then
- * the client's buffers fill and the server's writes back up, so a body larger than the socket
- * buffers of both ends stays in flight for as long as the test likes (a stalled dnf client).
- * Its own connection, not kept alive (Connection: close): once the response has ended there is
- * nothing left of it for stop() to wait for.
- */
-function stalledGet(url: string, agent: Agent | false = false) {
-  const response = deferred<IncomingMessage>();
-  const req = get(url, { agent }, (res) => {
-    res.pause();
-    response.resolve(res);
-  });
-  req.on("error", (err) => response.reject(err));
-  return {
-    /** The status and Content-Length, once the headers arrived (the body is still unread). */
-    headers: response.promise.then((res) => ({
-      status: res.statusCode,
-      length: Number(res.headers["content-length"]),
-    })),
-    /** Reads the body until the connection or the message ends. */
-    async readToEnd(): Promise<{ received: number; complete: boolean; error?: Error }> {
-      const res = await response.promise;
-      let received = 0;
-      let error: Error | undefined;
-      res.on("data", (chunk: Buffer) => {
-        received += chunk.length;
-      });
-      res.on("error", (err) => {
-        error = err;
-      });
-      // Paused by hand at the headers: a data listener alone would not start it again.
-      res.resume();
-      await new Promise<void>((done) => res.once("close", () => done()));
-      return { received, complete: res.complete, ...(error ? { error } : {}) };
-    },
-  };
-}
 
 let gh: FakeGitHub;
 beforeAll(async () => {
