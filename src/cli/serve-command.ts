@@ -69,8 +69,9 @@ export function registerServeCommand(program: Command): void {
       channel.listen((message) => {
         if (message.t === "stop") stopOnce("stop");
       });
-      // The primary is gone (it died): nobody is left to fetch packages or sync.
-      process.once("disconnect", () => stopOnce("disconnect"));
+      // When the primary dies, node:cluster itself ends this worker at once (its IPC channel
+      // dropped without a disconnect of ours): nobody is left to fetch packages or sync, and
+      // test/e2e/serve-workers.test.ts checks that no worker outlives it.
       const stopOnce = runUntilSignal({ logger, stop: () => worker.stop() });
       try {
         const url = await worker.start();
