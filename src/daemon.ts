@@ -3,6 +3,7 @@ import { type Logger, pino } from "pino";
 import type { Config } from "./config/schema.js";
 import { type Engine, need, startEngine } from "./engine.js";
 import type { Clock } from "./github/clock.js";
+import { Lifecycle } from "./lifecycle.js";
 import { buildServer } from "./server/build-server.js";
 import { listenOn } from "./server/listen.js";
 import type { Remote } from "./store/remote-input.js";
@@ -81,8 +82,12 @@ export async function closeWithin(
 export class Daemon {
   readonly logger: Logger;
   private parts: Parts | undefined;
-  private starting: Promise<string> | undefined;
-  private stopping: Promise<void> | undefined;
+  private readonly lifecycle = new Lifecycle(
+    () => this.startParts(),
+    async () => {
+      if (this.parts) await this.stopParts(this.parts);
+    },
+  );
 
   constructor(private readonly options: DaemonOptions) {
     this.logger =
@@ -96,19 +101,12 @@ export class Daemon {
 
   /** Starts everything; resolves to the URL the server listens on. */
   start(): Promise<string> {
-    this.starting ??= this.startParts();
-    return this.starting;
+    return this.lifecycle.start();
   }
 
   /** Stops everything, in reverse order; idempotent. */
   stop(): Promise<void> {
-    this.stopping ??= (async () => {
-      await this.starting?.catch(() => {});
-      const parts = this.parts;
-      if (!parts) return;
-      await this.stopParts(parts);
-    })();
-    return this.stopping;
+    return this.lifecycle.stop();
   }
 
   private async startParts(): Promise<string> {

@@ -62,8 +62,8 @@ export function registerServeCommand(program: Command): void {
     if (cluster.isWorker) {
       // A worker of `serve --workers N`: it runs with the primary's argv and environment.
       const { ClusterWorker } = await import("../cluster/worker.js");
-      const { processChannel } = await import("../cluster/process-channel.js");
-      const channel = processChannel();
+      const { ipcChannel } = await import("../cluster/rpc.js");
+      const channel = ipcChannel(process);
       const logger = pino({ name: "reposync", level }).child({ worker: cluster.worker?.id });
       const worker = new ClusterWorker({ config, logger, channel });
       channel.listen((message) => {

@@ -5,9 +5,10 @@ import type { Config } from "../config/schema.js";
 import { DRAIN_MS } from "../daemon.js";
 import { type Engine, startEngine } from "../engine.js";
 import { ReposyncError } from "../errors.js";
+import { Lifecycle } from "../lifecycle.js";
 import type { PackageDownload } from "../store/package-downloads.js";
 import type { Remote } from "../store/remote-input.js";
-import { type Channel, type ClusterMessage, isClusterMessage, Rpc } from "./rpc.js";
+import { type ClusterMessage, ipcChannel, Rpc } from "./rpc.js";
 import { PRIMARY_OPS, WORKER_OPS } from "./worker.js";
 
 /** How long a worker's metrics may take before /metrics is answered without them. */
@@ -33,22 +34,6 @@ interface Member {
   readonly exited: Promise<void>;
 }
 
-/** The channel to one worker. */
-function workerChannel(worker: Worker): Channel {
-  return {
-    send: (message) => {
-      worker.send(message);
-    },
-    listen: (listener) => {
-      const onMessage = (message: unknown) => {
-        if (isClusterMessage(message)) listener(message);
-      };
-      worker.on("message", onMessage);
-      return () => worker.off("message", onMessage);
-    },
-  };
-}
-
 /**
  * The primary of `reposync serve --workers N`. It holds the only engine (database migrations,
  * the token bucket and GitHub clients, the package cache, the syncer: src/engine.ts) and forks
@@ -64,8 +49,10 @@ function workerChannel(worker: Worker): Channel {
 export class ClusterPrimary {
   private engine: Engine | undefined;
   private readonly members = new Set<Member>();
-  private starting: Promise<string> | undefined;
-  private stopping: Promise<void> | undefined;
+  private readonly lifecycle = new Lifecycle(
+    () => this.startParts(),
+    () => this.close(),
+  );
   private closing: Promise<void> | undefined;
   private restartDelayMs = 1000;
   private url: string | undefined;
@@ -74,17 +61,12 @@ export class ClusterPrimary {
 
   /** Starts the engine, then the workers; resolves to the URL once every worker listens. */
   start(): Promise<string> {
-    this.starting ??= this.startParts();
-    return this.starting;
+    return this.lifecycle.start();
   }
 
   /** Stops the workers (each drains), then the engine; idempotent; waits for a start first. */
   stop(): Promise<void> {
-    this.stopping ??= (async () => {
-      await this.starting?.catch(() => {});
-      await this.close();
-    })();
-    return this.stopping;
+    return this.lifecycle.stop();
   }
 
   private async startParts(): Promise<string> {
@@ -139,7 +121,7 @@ export class ClusterPrimary {
   private fork(): Member {
     const log = this.options.logger;
     const worker = cluster.fork();
-    const channel = workerChannel(worker);
+    const channel = ipcChannel(worker);
     const engine = this.engine as Engine;
     const rpc = new Rpc(channel, {
       [PRIMARY_OPS.stored]: (args, signal) => {

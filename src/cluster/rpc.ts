@@ -29,6 +29,30 @@ export interface Channel {
   listen(listener: (message: ClusterMessage) => void): () => void;
 }
 
+/** A node IPC endpoint: `process` in a worker, a cluster `Worker` in the primary. */
+export interface IpcEndpoint {
+  send?: (message: ClusterMessage) => unknown;
+  on(event: "message", listener: (message: unknown) => void): unknown;
+  off(event: "message", listener: (message: unknown) => void): unknown;
+}
+
+/** The channel over `endpoint`; messages that are not ours are left to others. */
+export function ipcChannel(endpoint: IpcEndpoint): Channel {
+  return {
+    send: (message) => {
+      if (!endpoint.send) throw new Error("this process has no IPC channel");
+      endpoint.send(message);
+    },
+    listen: (listener) => {
+      const onMessage = (message: unknown) => {
+        if (isClusterMessage(message)) listener(message);
+      };
+      endpoint.on("message", onMessage);
+      return () => endpoint.off("message", onMessage);
+    },
+  };
+}
+
 /** True when `value` looks like one of our messages (the channel may carry others' too). */
 export function isClusterMessage(value: unknown): value is ClusterMessage {
   return (

@@ -3,6 +3,7 @@ import type { Logger } from "pino";
 import type { Config } from "../config/schema.js";
 import { closeWithin, DRAIN_MS } from "../daemon.js";
 import { need, type SyncedListener } from "../engine.js";
+import { Lifecycle } from "../lifecycle.js";
 import type { StoredPackage } from "../packages/content-store.js";
 import { buildServer } from "../server/build-server.js";
 import { listenOn } from "../server/listen.js";
@@ -43,15 +44,16 @@ export class ClusterWorker {
   private db: Database | undefined;
   private rpc: Rpc | undefined;
   private readonly shutdown = new AbortController();
-  private starting: Promise<string> | undefined;
-  private stopping: Promise<void> | undefined;
+  private readonly lifecycle = new Lifecycle(
+    () => this.startParts(),
+    () => this.stopParts(),
+  );
 
   constructor(private readonly options: ClusterWorkerOptions) {}
 
   /** Opens the database, builds the server and listens; resolves to its URL. */
   start(): Promise<string> {
-    this.starting ??= this.startParts();
-    return this.starting;
+    return this.lifecycle.start();
   }
 
   private async startParts(): Promise<string> {
@@ -92,14 +94,14 @@ export class ClusterWorker {
 
   /** Stops accepting, drains (then cuts) the requests in flight, closes the database. */
   stop(): Promise<void> {
-    this.stopping ??= (async () => {
-      await this.starting?.catch(() => {});
-      const log = this.options.logger;
-      this.shutdown.abort(new Error("reposync is stopping"));
-      if (this.app) await closeWithin(this.app, this.options.drainMs ?? DRAIN_MS, log);
-      this.rpc?.close(new Error("this worker stopped"));
-      await this.db?.close();
-    })();
-    return this.stopping;
+    return this.lifecycle.stop();
+  }
+
+  private async stopParts(): Promise<void> {
+    this.shutdown.abort(new Error("reposync is stopping"));
+    if (this.app)
+      await closeWithin(this.app, this.options.drainMs ?? DRAIN_MS, this.options.logger);
+    this.rpc?.close(new Error("this worker stopped"));
+    await this.db?.close();
   }
 }

@@ -1,6 +1,6 @@
 import { MessageChannel, type MessagePort } from "node:worker_threads";
 import { afterEach, describe, expect, it } from "vitest";
-import { type Channel, type ClusterMessage, isClusterMessage, Rpc } from "../../src/cluster/rpc.js";
+import { type Channel, type ClusterMessage, ipcChannel, Rpc } from "../../src/cluster/rpc.js";
 import { isReposyncError, ReposyncError } from "../../src/errors.js";
 import { deferred } from "../packages/deferred.js";
 
@@ -9,16 +9,11 @@ import { deferred } from "../packages/deferred.js";
  * two Rpc ends talk as the cluster's processes do, through messages only.
  */
 function portChannel(port: MessagePort): Channel {
-  return {
+  return ipcChannel({
     send: (message) => port.postMessage(message),
-    listen: (listener) => {
-      const onMessage = (message: unknown) => {
-        if (isClusterMessage(message)) listener(message);
-      };
-      port.on("message", onMessage);
-      return () => port.off("message", onMessage);
-    },
-  };
+    on: (event, listener) => port.on(event, listener),
+    off: (event, listener) => port.off(event, listener),
+  });
 }
 
 const ports: MessagePort[] = [];
