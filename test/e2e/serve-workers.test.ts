@@ -327,14 +327,19 @@ describe("reposync serve --workers N: a cluster of HTTP processes around one eng
     expect(childrenOf(serve.child.pid ?? -1)).toEqual(workers);
   });
 
-  it("answers 16 concurrent requests for one uncached package, spread over both workers, with one download from GitHub", async () => {
-    const assets = addFixtureRepo("w2");
-    const { serve } = await startCluster({ w2: "acme/w2" });
-    await serve.waitFor(syncEnded("w2", "ok"));
+  /**
+   * A cluster serving `repo`, and 16 requests (each by `get`, over connections of their own)
+   * for its package fx-bighdr, all arrived at the workers while the one download from the
+   * fake GitHub's CDN is held (the caller releases it).
+   */
+  async function sixteenOverlappingRequests<T>(repo: string, get: (url: string) => Promise<T>) {
+    const assets = addFixtureRepo(repo);
+    const { serve } = await startCluster({ [repo]: `acme/${repo}` });
+    await serve.waitFor(syncEnded(repo, "ok"));
     const name = "fx-bighdr-1.0-1.x86_64.rpm";
     const assetId = assets.get(name) ?? 0;
     const bytes = fixtures.find((f) => f.name === name)?.content ?? Buffer.alloc(0);
-    const url = `/w2/packages/${assetId}/${name}`;
+    const url = `/${repo}/packages/${assetId}/${name}`;
 
     // Hold the whole-file download until every request has arrived, so that they overlap it.
     let downloadStarted: () => void = () => {};
@@ -350,8 +355,20 @@ describe("reposync serve --workers N: a cluster of HTTP processes around one eng
       logLines(serve).filter(
         (l) => l.msg === "incoming request" && (l.req as { url?: string })?.url === url,
       );
-    const responses = Array.from({ length: 16 }, () => getFresh(`${serve.url}${url}`));
+    const responses = Array.from({ length: 16 }, () => get(`${serve.url}${url}`));
     await Promise.all([held, untilOutput(serve, () => arrived().length >= 16)]);
+    const downloads = () =>
+      gh.seen.filter(
+        (s) => s.server === "cdn" && s.path === `/assets/${assetId}` && s.range === undefined,
+      );
+    return { serve, bytes, url, arrived, responses, downloads };
+  }
+
+  it("answers 16 concurrent requests for one uncached package, spread over both workers, with one download from GitHub", async () => {
+    const { serve, bytes, arrived, responses, downloads } = await sixteenOverlappingRequests(
+      "w2",
+      getFresh,
+    );
     gh.holdCdn = undefined;
     gh.releaseHeldCdn();
 
@@ -359,10 +376,7 @@ describe("reposync serve --workers N: a cluster of HTTP processes around one eng
       expect(res.status).toBe(200);
       expect(res.body.equals(bytes)).toBe(true);
     }
-    const downloads = gh.seen.filter(
-      (s) => s.server === "cdn" && s.path === `/assets/${assetId}` && s.range === undefined,
-    );
-    expect(downloads.map((s) => s.status)).toEqual([200]);
+    expect(downloads().map((s) => s.status)).toEqual([200]);
 
     // Which worker took each request: both did, and no one of them took all 16.
     const perWorker = new Map<unknown, number>();
@@ -396,29 +410,10 @@ describe("reposync serve --workers N: a cluster of HTTP processes around one eng
   });
 
   it("keeps a package download going for one worker's requests when the worker that asked first is killed", async () => {
-    const assets = addFixtureRepo("w5");
-    const { serve } = await startCluster({ w5: "acme/w5" });
-    await serve.waitFor(syncEnded("w5", "ok"));
-    const name = "fx-bighdr-1.0-1.x86_64.rpm";
-    const assetId = assets.get(name) ?? 0;
-    const bytes = fixtures.find((f) => f.name === name)?.content ?? Buffer.alloc(0);
-    const url = `/w5/packages/${assetId}/${name}`;
-
-    let downloadStarted: () => void = () => {};
-    const held = new Promise<void>((resolve) => {
-      downloadStarted = resolve;
-    });
-    gh.holdCdn = (r) => {
-      if (r.assetId !== assetId || r.range !== undefined) return false;
-      downloadStarted();
-      return true;
-    };
-    const arrived = () =>
-      logLines(serve).filter(
-        (l) => l.msg === "incoming request" && (l.req as { url?: string })?.url === url,
-      );
-    const responses = Array.from({ length: 16 }, () => getTraced(`${serve.url}${url}`));
-    await Promise.all([held, untilOutput(serve, () => arrived().length >= 16)]);
+    const { serve, bytes, url, arrived, responses, downloads } = await sixteenOverlappingRequests(
+      "w5",
+      getTraced,
+    );
     // The worker of the first request most likely asked the primary first; it dies while the
     // download it asked for is held.
     const victim = arrived()[0] as { pid: number; worker: number };
@@ -450,10 +445,7 @@ describe("reposync serve --workers N: a cluster of HTTP processes around one eng
     const later = await getFresh(`${serve.url}${url}`);
     expect(later.status).toBe(200);
     expect(later.body.equals(bytes)).toBe(true);
-    const downloads = gh.seen.filter(
-      (s) => s.server === "cdn" && s.path === `/assets/${assetId}` && s.range === undefined,
-    );
-    expect(downloads.map((s) => s.status)).toEqual([200]);
+    expect(downloads().map((s) => s.status)).toEqual([200]);
   });
 
   it("replaces a worker killed with SIGKILL, answering meanwhile with the other", async () => {
