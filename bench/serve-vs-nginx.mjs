@@ -19,7 +19,10 @@
 // but exits 0 (a benchmark reports; CI does not gate on speed), except when the download
 // count is wrong, which is a correctness failure (exit 1).
 //
-//   npm run bench:serve [-- --duration 10 --connections 32 --workers auto]
+// The machine's speed drifts over a run (other processes, CPU frequency), so each server is
+// measured ROUNDS times, the rounds interleaved across servers, and the median round counts.
+//
+//   npm run bench:serve [-- --duration 5 --rounds 3 --connections 32 --workers auto]
 //
 // Installs wrk and nginx-light with apt-get when they are missing (root, Debian).
 
@@ -46,10 +49,17 @@ const CLI = join(ROOT, "bin", "reposync");
 const RATIO_TARGET = 0.7;
 
 function parseArgs(argv) {
-  const opts = { duration: 10, connections: 32, keep: false, workers: availableParallelism() };
+  const opts = {
+    duration: 5,
+    rounds: 3,
+    connections: 32,
+    keep: false,
+    workers: availableParallelism(),
+  };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     if (arg === "--duration") opts.duration = Number.parseInt(argv[++i] ?? "", 10);
+    else if (arg === "--rounds") opts.rounds = Number.parseInt(argv[++i] ?? "", 10);
     else if (arg === "--connections") opts.connections = Number.parseInt(argv[++i] ?? "", 10);
     else if (arg === "--keep") opts.keep = true;
     else if (arg === "--workers") {
@@ -304,8 +314,27 @@ http {
       const all = [...ours, ...theirs, ceiling];
       // Warm every server (JIT, caches), then measure each in turn.
       for (const t of all) await runWrk(`${t.url}${path}`, { ...opts, duration: 2 });
-      const results = new Map();
-      for (const t of all) results.set(t, await runWrk(`${t.url}${path}`, opts));
+      const rounds = new Map(all.map((t) => [t, []]));
+      for (let round = 0; round < opts.rounds; round++) {
+        for (const t of all) rounds.get(t).push(await runWrk(`${t.url}${path}`, opts));
+      }
+      const median = (values) => {
+        const sorted = [...values].sort((a, b) => a - b);
+        return sorted[Math.floor(sorted.length / 2)];
+      };
+      const results = new Map(
+        all.map((t) => {
+          const list = rounds.get(t);
+          return [
+            t,
+            {
+              rps: median(list.map((m) => m.rps)),
+              p99ms: median(list.map((m) => m.p99ms)),
+              all: list.map((m) => m.rps),
+            },
+          ];
+        }),
+      );
       const best = (list) =>
         list.reduce((a, b) => (results.get(b).rps > results.get(a).rps ? b : a));
       const bestOurs = best(ours);
@@ -313,7 +342,9 @@ http {
       rows.push({ file, all, results, bestOurs, bestTheirs });
     }
 
-    console.log(`\nwrk -t1 -c${opts.connections} -d${opts.duration}s, loopback\n`);
+    console.log(
+      `\nwrk -t1 -c${opts.connections} -d${opts.duration}s, loopback; median of ${opts.rounds} interleaved rounds\n`,
+    );
     let pass = true;
     for (const r of rows) {
       const ratio = r.results.get(r.bestOurs).rps / r.results.get(r.bestTheirs).rps;
@@ -323,7 +354,7 @@ http {
         const m = r.results.get(t);
         const mark = t === r.bestOurs || t === r.bestTheirs ? "*" : " ";
         console.log(
-          `  ${mark} ${t.label.padEnd(32)} ${m.rps.toFixed(0).padStart(8)} req/s   p99 ${m.p99ms.toFixed(2).padStart(6)} ms`,
+          `  ${mark} ${t.label.padEnd(32)} ${m.rps.toFixed(0).padStart(8)} req/s   p99 ${m.p99ms.toFixed(2).padStart(6)} ms   rounds: ${m.all.map((v) => v.toFixed(0)).join(", ")}`,
         );
       }
       console.log(`    ratio (best reposync / best nginx, marked *): ${ratio.toFixed(2)}`);
