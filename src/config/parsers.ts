@@ -30,7 +30,11 @@ export function integerIn(min: number, max: number): (raw: string) => number {
 /** A number of worker processes, 1 to 64, or `auto`: one per CPU this process may use. */
 export function workerCount(raw: string): number {
   if (raw.trim().toLowerCase() === "auto") return Math.min(64, availableParallelism());
-  return integerIn(1, 64)(raw);
+  try {
+    return integerIn(1, 64)(raw);
+  } catch {
+    throw new Error("expected auto or a whole number from 1 to 64");
+  }
 }
 
 /** A duration such as 90s, 5m or 1h, in milliseconds. */

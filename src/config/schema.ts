@@ -163,7 +163,7 @@ export const SETTINGS = {
    */
   workers: setting({
     env: "REPOSYNC_WORKERS",
-    flag: "--workers <n>",
+    flag: "--workers <n|auto>",
     help: "processes answering HTTP: a number from 1 to 64, or auto (one per CPU)",
     default: "1",
     parse: workerCount,
