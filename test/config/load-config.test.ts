@@ -1,3 +1,4 @@
+import { availableParallelism } from "node:os";
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config/load-config.js";
@@ -28,6 +29,19 @@ describe("loadConfig", () => {
     expect(c.database).toBe(join(resolve(".reposync"), "reposync.db"));
     expect(c.githubToken).toBeUndefined();
     expect(c.adminToken).toBeUndefined();
+  });
+
+  it("reads the HTTP processes of serve: 1 by default, a number, or auto for one per CPU", () => {
+    expect(loadConfig({ env: {} }).workers).toBe(1);
+    expect(loadConfig({ env: { REPOSYNC_WORKERS: "3" } }).workers).toBe(3);
+    expect(loadConfig({ env: {}, flags: { workers: "AUTO" } }).workers).toBe(
+      Math.min(64, availableParallelism()),
+    );
+    for (const bad of ["0", "65", "-1", "2.5", "many"]) {
+      const err = failure(() => loadConfig({ env: { REPOSYNC_WORKERS: bad } }));
+      expect(err.message).toContain("REPOSYNC_WORKERS");
+      expect(err.message).toContain("expected auto or a whole number from 1 to 64");
+    }
   });
 
   it("reads the environment, and flags win over it", () => {
