@@ -8,7 +8,7 @@
 // Targets: reposync's median <= 1.5 x createrepo_c's, reposync's peak RSS < 300 MB. It prints
 // PASS or FAIL for each but exits 0: a benchmark reports, CI does not gate on speed.
 //
-//   npm run build && npm run bench:index [-- --count 10000 --runs 3 --keep]
+//   npm run build && npm run bench:index [-- --count 10000 --runs 3 --keep]  (--help: the flags)
 
 import { execFileSync, spawnSync } from "node:child_process";
 import {
@@ -24,6 +24,7 @@ import { tmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { gunzipSync } from "node:zlib";
+import { parseArgs } from "./args.mjs";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 const CLI = join(ROOT, "bin", "reposync");
@@ -31,25 +32,6 @@ const FIXTURES = join(ROOT, "fixtures", "rpms");
 const GNU_TIME = "/usr/bin/time";
 const RATIO_TARGET = 1.5;
 const RSS_TARGET_MB = 300;
-
-function parseArgs(argv) {
-  const opts = { count: 10_000, runs: 3, keep: false };
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i];
-    if (arg === "--count") opts.count = Number.parseInt(argv[++i] ?? "", 10);
-    else if (arg === "--runs") opts.runs = Number.parseInt(argv[++i] ?? "", 10);
-    else if (arg === "--keep") opts.keep = true;
-    else {
-      console.error(`unknown argument ${arg} (known: --count N, --runs N, --keep)`);
-      process.exit(2);
-    }
-  }
-  if (!(opts.count > 0) || !(opts.runs > 0)) {
-    console.error("--count and --runs must be positive integers");
-    process.exit(2);
-  }
-  return opts;
-}
 
 function hasCommand(name) {
   return spawnSync("sh", ["-c", `command -v ${name}`], { stdio: "ignore" }).status === 0;
@@ -140,7 +122,11 @@ function median(values) {
 }
 
 function main() {
-  const opts = parseArgs(process.argv.slice(2));
+  const opts = parseArgs({
+    count: { kind: "int", default: 10_000, min: 1, help: "how many RPMs the folder holds" },
+    runs: { kind: "int", default: 3, min: 1, help: "runs of each tool, alternating" },
+    keep: { kind: "boolean", help: "keep the temp folder (printed at the end)" },
+  });
   requirePrerequisites();
   const work = mkdtempSync(join(tmpdir(), "reposync-bench-"));
   const repo = join(work, "repo");

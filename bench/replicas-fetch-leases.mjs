@@ -10,6 +10,7 @@
 // the scenario itself could not run.
 //
 //   npm run bench:replicas [-- --runs 3 --packages 30 --concurrency 6 --bytes 262144 --lockstep]
+//   (--help lists the flags)
 //
 // By default the clients run free, as the seed's did: how many misses overlap then depends on
 // timing, so the figures without leases vary from run to run. --lockstep holds every download at
@@ -21,36 +22,18 @@
 // 127.0.0.1:5432 (trust), or REPOSYNC_TEST_POSTGRES.
 
 import { register } from "node:module";
+import { parseArgs } from "./args.mjs";
 
-function parseArgs(argv) {
-  const opts = { runs: 3, packages: 30, concurrency: 6, bytes: 256 * 1024, lockstep: false };
-  const ints = {
-    "--runs": "runs",
-    "--packages": "packages",
-    "--concurrency": "concurrency",
-    "--bytes": "bytes",
-  };
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i];
-    if (arg in ints) opts[ints[arg]] = Number.parseInt(argv[++i] ?? "", 10);
-    else if (arg === "--lockstep") opts.lockstep = true;
-    else {
-      console.error(
-        `unknown argument ${arg} (known: --runs N, --packages N, --concurrency N, --bytes N, --lockstep)`,
-      );
-      process.exit(2);
-    }
-  }
-  for (const key of Object.values(ints)) {
-    if (!(opts[key] >= 1)) {
-      console.error(`--${key} must be a whole number of at least 1`);
-      process.exit(2);
-    }
-  }
-  return opts;
-}
-
-const opts = parseArgs(process.argv.slice(2));
+const opts = parseArgs({
+  runs: { kind: "int", default: 3, min: 1, help: "runs of the scenario with leases off and on" },
+  packages: { kind: "int", default: 30, min: 1, help: "RPM assets the fake GitHub serves" },
+  concurrency: { kind: "int", default: 6, min: 1, help: "requests each client keeps in flight" },
+  bytes: { kind: "int", default: 256 * 1024, min: 1, help: "size of each package in bytes" },
+  lockstep: {
+    kind: "boolean",
+    help: "hold each download until every replica has looked up its requests",
+  },
+});
 register(new URL("./replicas-ts-loader.mjs", import.meta.url));
 const { runDownloads } = await import("../test/replicas/package-downloads.ts");
 const { havePostgres } = await import("../test/support/postgres.ts");

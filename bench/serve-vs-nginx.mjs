@@ -22,9 +22,11 @@
 // The machine's speed drifts over a run (other processes, CPU frequency), so each server is
 // measured ROUNDS times, the rounds interleaved across servers, and the median round counts.
 //
-//   npm run bench:serve [-- --duration 5 --rounds 3 --connections 32 --workers auto]
+//   npm run bench:serve [-- --duration 5 --rounds 3 --connections 32 --workers auto --keep]
+//   (--help lists the flags)
 //
-// Installs wrk and nginx-light with apt-get when they are missing (root, Debian).
+// Installs wrk and nginx-light with apt-get when they are missing (root, Debian), after reading
+// the flags.
 
 import { execFile, execFileSync, spawn, spawnSync } from "node:child_process";
 import {
@@ -41,33 +43,20 @@ import { availableParallelism, tmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { promisify } from "node:util";
-import ts from "typescript";
+import { parseArgs } from "./args.mjs";
 
 const execFileAsync = promisify(execFile);
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 const CLI = join(ROOT, "bin", "reposync");
 const RATIO_TARGET = 0.7;
 
-function parseArgs(argv) {
-  const opts = {
-    duration: 5,
-    rounds: 3,
-    connections: 32,
-    keep: false,
-    workers: availableParallelism(),
-  };
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i];
-    if (arg === "--duration") opts.duration = Number.parseInt(argv[++i] ?? "", 10);
-    else if (arg === "--rounds") opts.rounds = Number.parseInt(argv[++i] ?? "", 10);
-    else if (arg === "--connections") opts.connections = Number.parseInt(argv[++i] ?? "", 10);
-    else if (arg === "--keep") opts.keep = true;
-    else if (arg === "--workers") {
-      const raw = argv[++i] ?? "";
-      opts.workers = raw === "auto" ? availableParallelism() : Number.parseInt(raw, 10);
-    } else throw new Error(`unknown argument ${arg}`);
+/** --workers: auto (one per CPU this process may use) or a whole number of at least 1. */
+function workerCount(raw) {
+  if (raw === "auto") return availableParallelism();
+  if (!/^\d+$/.test(raw) || Number(raw) < 1) {
+    throw new Error("auto or a whole number of at least 1");
   }
-  return opts;
+  return Number(raw);
 }
 
 function have(cmd) {
@@ -90,6 +79,7 @@ function ensureTools() {
  * needs the same upstream the tests use, and it imports nothing but node modules.
  */
 async function loadFakeGitHub(work) {
+  const { default: ts } = await import("typescript");
   const source = readFileSync(join(ROOT, "test", "support", "fake-github.ts"), "utf8");
   const js = ts.transpileModule(source, {
     compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
@@ -188,7 +178,18 @@ async function runWrk(url, { duration, connections }) {
 }
 
 async function main() {
-  const opts = parseArgs(process.argv.slice(2));
+  const opts = parseArgs({
+    duration: { kind: "int", default: 5, min: 1, help: "seconds wrk measures each target a round" },
+    rounds: { kind: "int", default: 3, min: 1, help: "interleaved rounds; the median counts" },
+    connections: { kind: "int", default: 32, min: 1, help: "wrk's keep-alive connections" },
+    workers: {
+      kind: workerCount,
+      default: "auto",
+      arg: "N|auto",
+      help: "reposync's --workers and nginx's worker_processes (auto: one per CPU)",
+    },
+    keep: { kind: "boolean", help: "keep the temp folder (printed at the end)" },
+  });
   ensureTools();
   if (!existsSync(join(ROOT, "dist", "cli", "main.js"))) {
     throw new Error("dist/ is missing: run `npm run build` first");

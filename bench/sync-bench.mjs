@@ -14,13 +14,15 @@
 // - prime wall time within 10% of its lower bound.
 //
 //   npm run bench:sync [-- --assets 200 --releases 120 --rate 50 --burst 5 --keep]
+//   (--help lists the flags)
 //
 // How it runs, and why this way: the code under test is the compiled dist/ (what `reposync
 // serve` runs), imported by plain node, so the timing carries no test-runner overhead (vitest's
 // transform, worker pool and hooks). The fake GitHub (test/support/fake-github.ts) is TypeScript
 // that dist/ does not contain; it imports only node: builtins, so TypeScript's transpileModule
-// turns it into one .mjs file in a temp folder, in-process. Its types are checked by the
-// project's typecheck already; a second tsc run here would only slow the bench down.
+// (imported once the flags are read) turns it into one .mjs file in a temp folder, in-process.
+// Its types are checked by the project's typecheck already; a second tsc run here would only
+// slow the bench down.
 //
 // The database is SQLite (the embedded default) in a temp folder. The fake sends no rate-limit
 // headers (as some GHES do), so only the token bucket paces the requests, which is what the
@@ -43,7 +45,7 @@ import { tmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import ts from "typescript";
+import { parseArgs } from "./args.mjs";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 const FIXTURES = join(ROOT, "fixtures", "rpms");
@@ -53,28 +55,6 @@ const BIG_HEADER_FIXTURE = "fx-bighdr-1.0-1.x86_64.rpm";
 const BIG_FILE_BYTES = 24 * 1024 * 1024;
 const FIRST_READ = 64 * 1024;
 const TIME_TARGET = 1.1;
-
-function parseArgs(argv) {
-  const opts = { assets: 200, releases: 120, rate: 50, burst: 5, keep: false };
-  const ints = { "--assets": "assets", "--releases": "releases", "--burst": "burst" };
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i];
-    if (arg in ints) opts[ints[arg]] = Number.parseInt(argv[++i] ?? "", 10);
-    else if (arg === "--rate") opts.rate = Number.parseFloat(argv[++i] ?? "");
-    else if (arg === "--keep") opts.keep = true;
-    else {
-      console.error(
-        `unknown argument ${arg} (known: --assets N, --releases N, --rate R, --burst B, --keep)`,
-      );
-      process.exit(2);
-    }
-  }
-  if (!(opts.assets >= 2) || !(opts.releases >= 1) || !(opts.rate > 0) || !(opts.burst >= 1)) {
-    console.error("--assets >= 2, --releases >= 1, --rate > 0 and --burst >= 1 are required");
-    process.exit(2);
-  }
-  return opts;
-}
 
 function hasCommand(name) {
   return spawnSync("sh", ["-c", `command -v ${name}`], { stdio: "ignore" }).status === 0;
@@ -100,6 +80,7 @@ const dist = (path) => import(pathToFileURL(join(ROOT, "dist", path)).href);
 
 /** The fake GitHub, transpiled to one .mjs file (see the file comment for why). */
 async function loadFakeGitHub(work) {
+  const { default: ts } = await import("typescript");
   const source = readFileSync(join(ROOT, "test", "support", "fake-github.ts"), "utf8");
   const out = ts.transpileModule(source, {
     compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
@@ -248,7 +229,19 @@ function printTable(rows) {
 }
 
 async function main() {
-  const opts = parseArgs(process.argv.slice(2));
+  const opts = parseArgs({
+    assets: { kind: "int", default: 200, min: 2, help: "the remote's .rpm assets" },
+    releases: { kind: "int", default: 120, min: 1, help: "releases the assets are dealt over" },
+    rate: {
+      kind: "number",
+      default: 50,
+      validate: (r) => (r > 0 ? undefined : "a number greater than 0"),
+      arg: "R",
+      help: "GitHub requests per second, the token bucket's rate (above 0, fractions allowed)",
+    },
+    burst: { kind: "int", default: 5, min: 1, arg: "B", help: "the token bucket's burst" },
+    keep: { kind: "boolean", help: "keep the temp folder (printed at the end)" },
+  });
   requirePrerequisites();
   const work = mkdtempSync(join(tmpdir(), "reposync-bench-sync-"));
   const { FakeGitHub } = await loadFakeGitHub(work);
