@@ -52,7 +52,7 @@ const RATIO_TARGET = 0.7;
 
 /** --workers: auto (one per CPU this process may use) or a whole number of at least 1. */
 function workerCount(raw) {
-  if (raw === "auto") return availableParallelism();
+  if (raw === "auto") return Math.min(64, availableParallelism()); // as serve's own auto
   if (!/^\d+$/.test(raw) || Number(raw) < 1) {
     throw new Error("auto or a whole number of at least 1");
   }
