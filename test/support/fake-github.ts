@@ -18,6 +18,20 @@ export interface FakeAssetInput {
   readonly updatedAt?: string;
 }
 
+/** A re-upload of an asset, for FakeGitHub.replaceAsset. */
+export interface FakeAssetReplacement {
+  /** Omitted: a new id, as GitHub gives a re-uploaded asset; the old id: new bytes under it. */
+  readonly id?: number;
+  /** Omitted: the old name. */
+  readonly name?: string;
+  readonly content: Uint8Array;
+  /** Omitted: GitHub's `sha256:<hex>` of the new content; null: no digest. */
+  readonly digest?: string | null;
+  readonly state?: "uploaded" | "open";
+  /** Omitted: one second after the old asset's. */
+  readonly updatedAt?: string;
+}
+
 export interface FakeReleaseInput {
   readonly id?: number;
   readonly tag: string;
@@ -218,21 +232,44 @@ export class FakeGitHub {
       tag: input.tag,
       draft: input.draft ?? false,
       prerelease: input.prerelease ?? false,
-      assets: (input.assets ?? []).map((a) => ({
-        id: a.id ?? this.nextId++,
-        name: a.name,
-        content: a.content,
-        digest:
-          a.digest === undefined
-            ? `sha256:${createHash("sha256").update(a.content).digest("hex")}`
-            : a.digest,
-        state: a.state ?? "uploaded",
-        updatedAt: a.updatedAt ?? "2025-07-01T12:00:00Z",
-        downloadCount: 0,
-      })),
+      assets: (input.assets ?? []).map((a) =>
+        this.newAsset(a.id ?? this.nextId++, a, a.updatedAt ?? "2025-07-01T12:00:00Z"),
+      ),
     };
     r.releases.push(release);
     return { id: release.id, assetIds: release.assets.map((a) => a.id) };
+  }
+
+  /**
+   * Deletes an asset from its release, as someone removing it on GitHub would: the listing drops
+   * it (so its pages' ETags change), its API URL answers 404 and the CDN no longer serves it.
+   */
+  removeAsset(owner: string, repo: string, assetId: number): void {
+    const { release, index } = this.assetAt(owner, repo, assetId);
+    release.assets.splice(index, 1);
+  }
+
+  /**
+   * Re-uploads an asset in its place in the release: new bytes, so a new size, digest and
+   * updated_at, and download_count back to 0; under a new id unless `input.id` keeps the old one.
+   * The listing shows the new asset (so its pages' ETags change) and the CDN serves the new bytes.
+   * Returns the asset's id.
+   */
+  replaceAsset(owner: string, repo: string, assetId: number, input: FakeAssetReplacement): number {
+    const { release, index } = this.assetAt(owner, repo, assetId);
+    const old = release.assets[index]!;
+    const id = input.id ?? this.nextId++;
+    const taken = this.repos.some((x) => x.releases.some((r) => r.assets.some((a) => a.id === id)));
+    if (id !== assetId && taken) throw new Error(`fake GitHub: asset id ${id} is taken`);
+    const updatedAt =
+      input.updatedAt ??
+      new Date(Date.parse(old.updatedAt) + 1000).toISOString().replace(/\.\d{3}Z$/, "Z");
+    release.assets[index] = this.newAsset(
+      id,
+      { ...input, name: input.name ?? old.name },
+      updatedAt,
+    );
+    return id;
   }
 
   /** Makes every asset's download_count move, as real downloads do (the ETags change). */
@@ -264,6 +301,38 @@ export class FakeGitHub {
     const r = this.repos.find((x) => x.owner === owner && x.repo === repo);
     if (!r) throw new Error(`fake GitHub: no repo ${owner}/${repo}`);
     return r;
+  }
+
+  /** Where an asset of `owner/repo` sits: its release and its index there. */
+  private assetAt(
+    owner: string,
+    repo: string,
+    assetId: number,
+  ): { release: Release; index: number } {
+    for (const release of this.repo(owner, repo).releases) {
+      const index = release.assets.findIndex((a) => a.id === assetId);
+      if (index >= 0) return { release, index };
+    }
+    throw new Error(`fake GitHub: no asset ${assetId} in ${owner}/${repo}`);
+  }
+
+  private newAsset(
+    id: number,
+    input: Omit<FakeAssetInput, "id" | "updatedAt">,
+    updatedAt: string,
+  ): Asset {
+    return {
+      id,
+      name: input.name,
+      content: input.content,
+      digest:
+        input.digest === undefined
+          ? `sha256:${createHash("sha256").update(input.content).digest("hex")}`
+          : input.digest,
+      state: input.state ?? "uploaded",
+      updatedAt,
+      downloadCount: 0,
+    };
   }
 
   private takeFault(target: FakeFault["target"], path: string): FakeFault | undefined {
@@ -386,6 +455,8 @@ export class FakeGitHub {
       .slice((page - 1) * perPage, page * perPage)
       .map((r) => this.releaseJson(repo, r));
     const text = JSON.stringify(body);
+    // Derived from the page's body, as GitHub's is: whatever changes a listed field (a release
+    // added, an asset removed or replaced, a download counted) changes it, with no bookkeeping.
     const etag = `W/"${createHash("sha1").update(text).digest("hex")}"`;
     if (req.headers["if-none-match"] === etag) {
       // A conditional hit with Authorization costs no primary budget (and sends no Link).

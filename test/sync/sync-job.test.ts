@@ -7,16 +7,7 @@ import { runSync } from "../../src/sync/sync-job.js";
 import { FakeClock } from "../github/fake-clock.js";
 import { DIALECTS, useFreshDatabase } from "../store/harness.js";
 import { FakeGitHub, secondaryRateLimitFault } from "../support/fake-github.js";
-import {
-  cdnRequestsFor,
-  corpusRpm,
-  newRemote,
-  readSnapshot,
-  removeAsset,
-  replaceAssetContent,
-  sha256,
-  syncDeps,
-} from "./harness.js";
+import { cdnRequestsFor, corpusRpm, newRemote, readSnapshot, sha256, syncDeps } from "./harness.js";
 
 const archer = corpusRpm("Archer-3.4.5-6.x86_64.rpm");
 const rimmer = corpusRpm("Rimmer-1.0.2-2.x86_64.rpm");
@@ -163,7 +154,7 @@ describe.each(DIALECTS)("the sync job on %s", (dialect) => {
     await runSync(deps, name, { prime: true });
     const before = await readSnapshot(t.db(), name);
 
-    removeAsset(gh, rel.assetIds[1] ?? 0);
+    gh.removeAsset(owner, repo, rel.assetIds[1] ?? 0);
     await c.advance(60_000);
     const report = await runSync(deps, name, { prime: true });
     expect(report).toMatchObject({ status: "ok", summary: { removed: 1, packages: 1 } });
@@ -199,7 +190,7 @@ describe.each(DIALECTS)("the sync job on %s", (dialect) => {
 
     // Same id, new bytes: GitHub's digest and updated_at change.
     const id = rel.assetIds[0] ?? 0;
-    replaceAssetContent(gh, id, rimmer, T2);
+    gh.replaceAsset(owner, repo, id, { id, content: rimmer, updatedAt: T2 });
     const same = await runSync(deps, name, { prime: true });
     expect(same).toMatchObject({ status: "ok", summary: { changed: 1, read: 1, packages: 1 } });
     expect((await readSnapshot(t.db(), name)).primary).toEqual([
@@ -212,7 +203,7 @@ describe.each(DIALECTS)("the sync job on %s", (dialect) => {
     ]);
 
     // Deleted and uploaded again: a new id under the same name.
-    removeAsset(gh, id);
+    gh.removeAsset(owner, repo, id);
     const again = gh.addRelease(owner, repo, {
       tag: "v1b",
       assets: [{ name: "tool.rpm", content: kernel, updatedAt: T2 }],
@@ -316,7 +307,7 @@ describe.each(DIALECTS)("the sync job on %s", (dialect) => {
     expect(cdnRequestsFor(gh, brokenId)).toBe(reads);
 
     // Fixed upstream: it changes, so it is read again and becomes a package.
-    replaceAssetContent(gh, brokenId, rimmer, T2);
+    gh.replaceAsset(owner, repo, brokenId, { id: brokenId, content: rimmer, updatedAt: T2 });
     const fixed = await runSync(deps, name, { prime: true });
     expect(fixed).toMatchObject({ status: "ok", summary: { failed: 0, packages: 2 } });
     expect(await listFailedAssets(t.db(), name)).toEqual([]);
