@@ -16,7 +16,7 @@ import { Countdown } from "../packages/deferred.js";
 import { HeldUpstream } from "../packages/held-upstream.js";
 import { basicMain, buildRpm } from "../rpm/header-builder.js";
 import { FakeGitHub } from "../support/fake-github.js";
-import { fixtureRpm } from "../support/fixtures.js";
+import { fixtureRpm, plainRemote } from "../support/fixtures.js";
 import { createTestSchema, havePostgres } from "../support/postgres.js";
 import { stalledGet } from "../support/stalled-get.js";
 
@@ -122,16 +122,7 @@ describe("the daemon", () => {
     gh.addRepo({ owner: "acme", repo: "never" });
     const db = await openDatabase(config.database);
     await migrate(db);
-    const base = {
-      apiUrl: null,
-      tokenEnv: null,
-      include: [],
-      exclude: [],
-      prereleases: false,
-      intervalMs: 300_000,
-      packageMode: "cache" as const,
-    };
-    await addRemote(db, { ...base, name: "daemon1", repo: "acme/daemon1" });
+    await addRemote(db, plainRemote("daemon1"));
     const url = await daemon.start();
 
     // The first request waits for the prime and gets the repodata.
@@ -148,7 +139,7 @@ describe("the daemon", () => {
       ),
     );
     gh.fault({ target: "api", path: /\/repos\/acme\/never\/releases$/, status: 0, hang: true });
-    await addRemote(db, { ...base, name: "never", repo: "acme/never" });
+    await addRemote(db, plainRemote("never"));
     await db.close();
 
     const seen = incoming.count;
@@ -176,17 +167,7 @@ describe("the daemon", () => {
     const db = await openDatabase(made.config.database);
     try {
       await migrate(db);
-      await addRemote(db, {
-        name: repo,
-        repo: `acme/${repo}`,
-        apiUrl: null,
-        tokenEnv: null,
-        include: [],
-        exclude: [],
-        prereleases: false,
-        intervalMs: 300_000,
-        packageMode: "cache",
-      });
+      await addRemote(db, plainRemote(repo, `acme/${repo}`));
     } finally {
       await db.close();
     }
@@ -266,17 +247,7 @@ describe("the daemon", () => {
         const db = await openDatabase(schema.url);
         try {
           await migrate(db);
-          await addRemote(db, {
-            name: "replicas",
-            repo: "acme/replicas",
-            apiUrl: null,
-            tokenEnv: null,
-            include: [],
-            exclude: [],
-            prereleases: false,
-            intervalMs: 300_000,
-            packageMode: "cache",
-          });
+          await addRemote(db, plainRemote("replicas", "acme/replicas"));
           const [urlA, urlB] = await Promise.all([a.daemon.start(), b.daemon.start()]);
           expect((await fetch(`${urlA}/replicas/repodata/repomd.xml`)).status).toBe(200);
           const upstream = await HeldUpstream.start(content);

@@ -6,20 +6,11 @@ import { isReposyncError } from "../../src/errors.js";
 import { openDatabase } from "../../src/store/open-database.js";
 import { sql } from "../../src/store/port.js";
 import { addRemote, listRemotes } from "../../src/store/remotes.js";
+import { plainRemote } from "../support/fixtures.js";
 import { POSTGRES_URL } from "../support/postgres.js";
 import { DIALECTS, PG, useFreshDatabase } from "./harness.js";
 
-const REMOTE = {
-  name: "demo",
-  repo: "acme/demo",
-  apiUrl: null,
-  tokenEnv: null,
-  include: [],
-  exclude: [],
-  prereleases: false,
-  intervalMs: 300_000,
-  packageMode: "cache" as const,
-};
+const REMOTE = plainRemote("demo");
 
 async function failureOf(p: Promise<unknown>): Promise<Error> {
   try {

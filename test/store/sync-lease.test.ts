@@ -1,6 +1,5 @@
 import { describe, expect, it } from "vitest";
 import { type Database, type Queryable, sql } from "../../src/store/port.js";
-import type { NewRemote } from "../../src/store/remote-input.js";
 import { addRemote } from "../../src/store/remotes.js";
 import {
   claimSyncLease,
@@ -10,21 +9,12 @@ import {
   renewSyncLease,
   SYNC_LEASE_MS,
 } from "../../src/store/sync-lease.js";
+import { plainRemote } from "../support/fixtures.js";
 import { raceBehindBlocker, raceOnSqlite } from "./contention.js";
 import { DIALECTS, useFreshDatabase } from "./harness.js";
 
 const INTERVAL = 300_000;
-const REMOTE: NewRemote = {
-  name: "demo",
-  repo: "acme/demo",
-  apiUrl: null,
-  tokenEnv: null,
-  include: [],
-  exclude: [],
-  prereleases: false,
-  intervalMs: INTERVAL,
-  packageMode: "cache",
-};
+const REMOTE = plainRemote("demo", "acme/demo", { intervalMs: INTERVAL });
 
 // Time moves by moving the row's timestamps back: the statements read the database clock, so
 // "the interval passed" is the same as "the last sync was an interval earlier".

@@ -1,5 +1,6 @@
 import { readdirSync } from "node:fs";
 import * as path from "node:path";
+import type { NewRemote } from "../../src/store/remote-input.js";
 import { REPO_ROOT } from "./tools.js";
 
 /** The committed RPMs built from fixtures/specs by fixtures/build.sh (tests never need rpmbuild). */
@@ -26,4 +27,27 @@ export function fixtureRpm(fileName: string): string {
     throw new Error(`no fixture RPM named ${fileName} in ${FIXTURE_RPMS_DIR}`);
   }
   return found;
+}
+
+/**
+ * What add-remote stores for `reposync add-remote NAME acme/REPO` with no options (every .rpm
+ * asset, no prereleases, checked every 5 minutes, packages cached), with `overrides` on top.
+ */
+export function plainRemote(
+  name: string,
+  repo = `acme/${name}`,
+  overrides: Partial<NewRemote> = {},
+): NewRemote {
+  return {
+    name,
+    repo,
+    apiUrl: null,
+    tokenEnv: null,
+    include: [],
+    exclude: [],
+    prereleases: false,
+    intervalMs: 300_000,
+    packageMode: "cache",
+    ...overrides,
+  };
 }

@@ -12,6 +12,7 @@ import { addRemote } from "../../src/store/remotes.js";
 import { latestSnapshot } from "../../src/store/snapshots.js";
 import type { SyncDeps } from "../../src/sync/sync-job.js";
 import type { FakeGitHub } from "../support/fake-github.js";
+import { plainRemote } from "../support/fixtures.js";
 import { CORPUS_DIR } from "../support/tools.js";
 
 /** A corpus RPM's bytes by file name. */
@@ -61,18 +62,7 @@ export async function newRemote(
   const repo = `sync${++repoCounter}-${process.pid}`;
   gh.addRepo({ owner: "acme", repo, ...(options.private ? { private: true } : {}) });
   const name = options.remote?.name ?? repo;
-  await addRemote(db, {
-    name,
-    repo: `acme/${repo}`,
-    apiUrl: null,
-    tokenEnv: null,
-    include: [],
-    exclude: [],
-    prereleases: false,
-    intervalMs: 300_000,
-    packageMode: "cache",
-    ...options.remote,
-  });
+  await addRemote(db, plainRemote(name, `acme/${repo}`, options.remote));
   return { owner: "acme", repo, name };
 }
 
