@@ -196,40 +196,38 @@ describe("the daemon", () => {
     expect(end.received).toBeLessThan(size);
   });
 
-  it("stop() waits for a response in flight that ends within the drain: the client gets it in full and nothing is cut", async () => {
-    // A drain longer than the test's timeout: only the response ending can let stop() resolve.
-    const { daemon, pkg, size, logged, count } = await daemonWithLargePackage("drain1", 600_000);
-    const stalled = stalledGet(pkg);
-    expect(await stalled.headers).toEqual({ status: 200, length: size });
+  // dnf (libcurl) keeps its connections open between requests: once a response ends during the
+  // drain, its idle keep-alive connection must be closed then, not held until the drain's end.
+  it.each([
+    ["a connection of its own", false],
+    ["a keep-alive connection", true],
+  ])(
+    "stop() waits for a response in flight that ends within the drain, over %s: the client gets it in full and nothing is cut",
+    async (_label, keepAlive) => {
+      // A drain longer than the test's timeout: only the response ending (and its connection
+      // closing) can let stop() resolve.
+      const { daemon, pkg, size, logged, count } = await daemonWithLargePackage(
+        keepAlive ? "drain-ka" : "drain",
+        600_000,
+      );
+      const agent = keepAlive ? new Agent({ keepAlive: true, keepAliveMsecs: 600_000 }) : false;
+      try {
+        const stalled = stalledGet(pkg, agent);
+        expect(await stalled.headers).toEqual({ status: 200, length: size });
 
-    const stopped = daemon.stop();
-    await logged("stopping");
-    // The client reads on only now that the daemon is stopping.
-    const end = await stalled.readToEnd();
-    expect(end).toEqual({ received: size, complete: true });
-    await stopped;
-    expect(count(CUT)).toBe(0);
-    expect(count("stopped")).toBe(1);
-  });
-
-  it("stop() closes a keep-alive connection whose response ended within the drain, instead of waiting it out", async () => {
-    // dnf (libcurl) keeps its connections open between requests. Once the response ends, the
-    // connection is idle: stop() must close it then, not hold on until the drain's end.
-    const { daemon, pkg, size, logged, count } = await daemonWithLargePackage("drain2", 600_000);
-    const agent = new Agent({ keepAlive: true, keepAliveMsecs: 600_000 });
-    try {
-      const stalled = stalledGet(pkg, agent);
-      expect(await stalled.headers).toEqual({ status: 200, length: size });
-      const stopped = daemon.stop();
-      await logged("stopping");
-      const end = await stalled.readToEnd();
-      expect(end).toEqual({ received: size, complete: true });
-      await stopped;
-      expect(count(CUT)).toBe(0);
-    } finally {
-      agent.destroy();
-    }
-  });
+        const stopped = daemon.stop();
+        await logged("stopping");
+        // The client reads on only now that the daemon is stopping.
+        const end = await stalled.readToEnd();
+        expect(end).toEqual({ received: size, complete: true });
+        await stopped;
+        expect(count(CUT)).toBe(0);
+        expect(count("stopped")).toBe(1);
+      } finally {
+        if (agent) agent.destroy();
+      }
+    },
+  );
 
   it.skipIf(!PG)(
     "two replicas on one Postgres database and one store download a package missed on both once",
