@@ -1,7 +1,7 @@
 import type { Logger } from "pino";
+import { need } from "./config/need.js";
 import { remoteTokenResolver } from "./config/remote-token.js";
 import type { Config } from "./config/schema.js";
-import { ReposyncError } from "./errors.js";
 import type { GitHubClient } from "./github/client.js";
 import { type Clock, systemClock } from "./github/clock.js";
 import { ContentStore } from "./packages/content-store.js";
@@ -59,17 +59,6 @@ export interface Engine {
    * downloads their grace, then closes the database. Call it once nothing uses the engine.
    */
   stop(): Promise<void>;
-}
-
-/**
- * A setting that has a default. Config's type leaves every setting optional, but loadConfig
- * fills the defaulted ones, so a missing one here is a bug in how the config was made.
- */
-export function need<T>(value: T | undefined, key: string): T {
-  if (value === undefined) {
-    throw new ReposyncError("CONFIG_INVALID", `setting ${key} is missing from the configuration`);
-  }
-  return value;
 }
 
 /**

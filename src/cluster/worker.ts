@@ -1,11 +1,12 @@
 import type { FastifyInstance } from "fastify";
 import type { Logger } from "pino";
+import { need } from "../config/need.js";
 import type { Config } from "../config/schema.js";
-import { closeWithin, DRAIN_MS } from "../daemon.js";
-import { need, type SyncedListener } from "../engine.js";
+import type { SyncedListener } from "../engine.js";
 import { Lifecycle } from "../lifecycle.js";
 import type { StoredPackage } from "../packages/content-store.js";
 import { buildServer } from "../server/build-server.js";
+import { closeWithin, DRAIN_MS } from "../server/close-within.js";
 import { listenOn } from "../server/listen.js";
 import { ServerMetrics } from "../server/metrics.js";
 import type { PackageSource } from "../server/package-source.js";
