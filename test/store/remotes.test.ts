@@ -10,6 +10,7 @@ import {
   removeRemote,
 } from "../../src/store/remotes.js";
 import { claimSyncLease } from "../../src/store/sync-lease.js";
+import { plainRemote } from "../support/fixtures.js";
 import { DIALECTS, useFreshDatabase } from "./harness.js";
 
 const FULL: NewRemote = {
@@ -24,17 +25,7 @@ const FULL: NewRemote = {
   packageMode: "redirect",
 };
 
-const PLAIN: NewRemote = {
-  ...FULL,
-  name: "plain",
-  apiUrl: null,
-  tokenEnv: null,
-  include: [],
-  exclude: [],
-  prereleases: false,
-  intervalMs: 300_000,
-  packageMode: "cache",
-};
+const PLAIN = plainRemote("plain", FULL.repo);
 
 /** Rows of one remote in every table it owns, by table. */
 async function rowsOf(db: Queryable, remote: string): Promise<Record<string, number>> {
