@@ -51,6 +51,19 @@ async function startUpstream(bytes: Uint8Array): Promise<HeldUpstream> {
 /** The shared content store folder of every replica (each gets its own ContentStore on it). */
 const sharedStore = () => new ContentStore({ root: path.join(dir, "packages") });
 
+/**
+ * `size` random bytes as a package (asset `assetId`, packageAt's own by default), behind an
+ * upstream that holds every download until the test releases it.
+ */
+async function heldPackage(size: number, assetId?: number) {
+  const bytes = randomBytes(size);
+  const upstream = await startUpstream(bytes);
+  return { bytes, upstream, pkg: packageAt(upstream.url, bytes, assetId) };
+}
+
+/** The fetch_leases key a package's download is leased under. */
+const leaseKey = (pkg: GitHubPackage) => `package:${pkg.sha256}:${pkg.size}`;
+
 describe("SQLite never uses fetch leases", () => {
   it("gets no fetch leases, refuses to build them, and a miss there sends no lease statement", async () => {
     const db = await openDatabase(path.join(dir, "reposync.db"));
@@ -59,12 +72,11 @@ describe("SQLite never uses fetch leases", () => {
     expect(fetchLeasesFor({ db, owner: "x" })).toBeUndefined();
     expect(() => new FetchLeases({ db, owner: "x" })).toThrow(/Postgres/);
 
-    const bytes = randomBytes(4096);
-    const upstream = await startUpstream(bytes);
+    const { bytes, upstream, pkg } = await heldPackage(4096);
     upstream.release();
     const r = replica({ name: "solo", db, store: sharedStore() });
     expect(r.leases).toBeUndefined();
-    const stored = await r.cache.get(packageAt(upstream.url, bytes));
+    const stored = await r.cache.get(pkg);
     expect(stored.size).toBe(bytes.length);
     expect(upstream.requests.count).toBe(1);
     expect(r.db.issued).toEqual([]);
@@ -109,15 +121,21 @@ describe.skipIf(!PG)("fetch leases across replicas (Postgres)", () => {
 
   const rows = () => leaseRows(admin);
 
-  it("serves a miss on B from the file A stored under its lease, with no second download and no row left", async () => {
-    const bytes = randomBytes(256 * 1024);
-    const upstream = await startUpstream(bytes);
-    const pkg = packageAt(upstream.url, bytes);
+  /**
+   * Replicas A and B on one held package of `size` bytes, with A's download under way and held
+   * at the upstream: the lease is A's, so B's first ask finds it taken.
+   */
+  async function whileADownloads(size: number) {
+    const held = await heldPackage(size);
     const a = await newReplica("a");
     const b = await newReplica("b");
+    const gotA = a.cache.get(held.pkg);
+    await held.upstream.requests.reached(1);
+    return { ...held, a, b, gotA };
+  }
 
-    const gotA = a.cache.get(pkg);
-    await upstream.requests.reached(1);
+  it("serves a miss on B from the file A stored under its lease, with no second download and no row left", async () => {
+    const { upstream, pkg, b, gotA } = await whileADownloads(256 * 1024);
     expect(await rows()).toHaveLength(1);
     const gotB = b.cache.get(pkg);
     await b.clock.sleeping(); // B found the lease held and waits for its first poll
@@ -137,14 +155,7 @@ describe.skipIf(!PG)("fetch leases across replicas (Postgres)", () => {
   });
 
   it("runs one poll loop per replica however many of its callers wait", async () => {
-    const bytes = randomBytes(64 * 1024);
-    const upstream = await startUpstream(bytes);
-    const pkg = packageAt(upstream.url, bytes);
-    const a = await newReplica("a");
-    const b = await newReplica("b");
-
-    const gotA = a.cache.get(pkg);
-    await upstream.requests.reached(1);
+    const { upstream, pkg, b, gotA } = await whileADownloads(64 * 1024);
     const gotB = Array.from({ length: 5 }, () => b.cache.get(pkg));
     await b.coalescedWaits.reached(4);
     await b.clock.sleeping();
@@ -171,14 +182,7 @@ describe.skipIf(!PG)("fetch leases across replicas (Postgres)", () => {
   });
 
   it("keeps waiting for the callers joined on B when B's leading caller disconnects", async () => {
-    const bytes = randomBytes(64 * 1024);
-    const upstream = await startUpstream(bytes);
-    const pkg = packageAt(upstream.url, bytes);
-    const a = await newReplica("a");
-    const b = await newReplica("b");
-
-    const gotA = a.cache.get(pkg);
-    await upstream.requests.reached(1);
+    const { upstream, pkg, b, gotA } = await whileADownloads(64 * 1024);
     const leaving = new AbortController();
     const leader = b.cache.get(pkg, leaving.signal);
     const joined = b.cache.get(pkg);
@@ -196,10 +200,8 @@ describe.skipIf(!PG)("fetch leases across replicas (Postgres)", () => {
   });
 
   it("lets B and C fetch at once, in parallel, when A's fetch fails and it marks the lease failed", async () => {
-    const bytes = randomBytes(128 * 1024);
-    const upstream = await startUpstream(bytes);
+    const { bytes, upstream, pkg } = await heldPackage(128 * 1024);
     upstream.failWith = 500;
-    const pkg = packageAt(upstream.url, bytes);
     // A's request reaches the upstream (and its 500) only once B and C are waiting on A.
     const aFetching = deferred();
     const letAFail = deferred();
@@ -246,10 +248,8 @@ describe.skipIf(!PG)("fetch leases across replicas (Postgres)", () => {
   });
 
   it("takes over the lease of a holder that stopped renewing once it expires", async () => {
-    const bytes = randomBytes(64 * 1024);
-    const upstream = await startUpstream(bytes);
-    const pkg = packageAt(upstream.url, bytes);
-    const key = `package:${pkg.sha256}:${pkg.size}`;
+    const { bytes, upstream, pkg } = await heldPackage(64 * 1024);
+    const key = leaseKey(pkg);
     // A crashed replica's live lease.
     expect(await acquireFetchLease(admin, key, "crashed")).toBe(true);
     const b = await newReplica("b");
@@ -272,10 +272,8 @@ describe.skipIf(!PG)("fetch leases across replicas (Postgres)", () => {
   });
 
   it("renews the lease every 10 s while the download is held open", async () => {
-    const bytes = randomBytes(64 * 1024);
-    const upstream = await startUpstream(bytes);
-    const pkg = packageAt(upstream.url, bytes);
-    const key = `package:${pkg.sha256}:${pkg.size}`;
+    const { upstream, pkg } = await heldPackage(64 * 1024);
+    const key = leaseKey(pkg);
     const a = await newReplica("a");
 
     const gotA = a.cache.get(pkg);
@@ -304,9 +302,7 @@ describe.skipIf(!PG)("fetch leases across replicas (Postgres)", () => {
   });
 
   it("does not download again when another replica stored and released between the recheck and taking the lease", async () => {
-    const bytes = randomBytes(64 * 1024);
-    const upstream = await startUpstream(bytes);
-    const pkg = packageAt(upstream.url, bytes);
+    const { upstream, pkg } = await heldPackage(64 * 1024);
     const a = await newReplica("a");
     // B's second lookup (the coalescer's recheck) answers from before A stored, and is held
     // until A is done: the window a recheck-then-insert leaves open.
@@ -329,23 +325,21 @@ describe.skipIf(!PG)("fetch leases across replicas (Postgres)", () => {
   });
 
   it("logs a failing lease statement and fetches without a lease (table dropped, or every statement refused)", async () => {
-    const bytes = randomBytes(64 * 1024);
-    const upstream = await startUpstream(bytes);
+    const { bytes, upstream, pkg } = await heldPackage(64 * 1024, 1);
     upstream.release();
     const a = await newReplica("a");
     await admin.runScript("drop table fetch_leases");
-    expect((await a.cache.get(packageAt(upstream.url, bytes, 1))).size).toBe(bytes.length);
+    expect((await a.cache.get(pkg)).size).toBe(bytes.length);
     expect(a.warnings.map((w) => w.msg)).toEqual([
       "taking a fetch lease failed; fetching without one",
     ]);
     expect(JSON.stringify(a.warnings[0]?.obj)).toMatch(/fetch_leases/);
 
-    const other = randomBytes(64 * 1024);
-    const second = await startUpstream(other);
+    const { bytes: other, upstream: second, pkg: otherPkg } = await heldPackage(64 * 1024, 2);
     second.release();
     const b = await newReplica("b");
     b.db.breakLeases = true;
-    expect((await b.cache.get(packageAt(second.url, other, 2))).size).toBe(other.length);
+    expect((await b.cache.get(otherPkg)).size).toBe(other.length);
     expect(b.warnings.map((w) => w.msg)).toEqual([
       "taking a fetch lease failed; fetching without one",
     ]);
@@ -353,14 +347,7 @@ describe.skipIf(!PG)("fetch leases across replicas (Postgres)", () => {
   });
 
   it("logs a lease read failing mid-wait and fetches without waiting any longer", async () => {
-    const bytes = randomBytes(64 * 1024);
-    const upstream = await startUpstream(bytes);
-    const pkg = packageAt(upstream.url, bytes);
-    const a = await newReplica("a");
-    const b = await newReplica("b");
-
-    const gotA = a.cache.get(pkg);
-    await upstream.requests.reached(1);
+    const { upstream, pkg, b, gotA } = await whileADownloads(64 * 1024);
     const gotB = b.cache.get(pkg);
     await b.clock.sleeping();
     b.db.breakLeases = true;
@@ -376,10 +363,8 @@ describe.skipIf(!PG)("fetch leases across replicas (Postgres)", () => {
   });
 
   it("sends no lease statement for a cache hit, on the replica that stored it or another", async () => {
-    const bytes = randomBytes(64 * 1024);
-    const upstream = await startUpstream(bytes);
+    const { upstream, pkg } = await heldPackage(64 * 1024);
     upstream.release();
-    const pkg = packageAt(upstream.url, bytes);
     const a = await newReplica("a");
     const b = await newReplica("b");
     await a.cache.get(pkg);

@@ -80,15 +80,54 @@ function instrumentedSyncer(db: Database, clock: FakeClock, owner: string) {
 describe.each(DIALECTS)("the syncer on %s", (dialect) => {
   const t = useFreshDatabase(dialect);
 
-  it("primes a remote added while it runs at its next one-second poll", async () => {
-    const clock = new FakeClock();
+  /** A new remote, added on `db`, whose one release holds one package. */
+  async function remoteWithOneRelease(db: Database) {
+    const { owner, repo, name } = await newRemote(db, gh);
+    gh.addRelease(owner, repo, { tag: "v1", assets: [{ name: "a.rpm", content: archer }] });
+    return { name, listPath: `/api/v3/repos/${owner}/${repo}/releases` };
+  }
+
+  /** remoteWithOneRelease, synced once with a prime just now: nothing is due on it. */
+  async function primedRemote(clock: FakeClock) {
+    const remote = await remoteWithOneRelease(t.db());
+    await runSync(syncDeps(t.db(), gh, { clock }), remote.name, { prime: true });
+    return remote;
+  }
+
+  /** Replica A's syncer, started on the test's database, once its first look for work is done. */
+  async function startedSyncer(clock: FakeClock) {
     const s = instrumentedSyncer(t.db(), clock, "replica-a");
     s.syncer.start();
     await s.polled(1);
+    return s;
+  }
+
+  /**
+   * Two processes' syncers, A on the test's database and B on a connection of its own, both
+   * started and past their first look for work.
+   */
+  async function twoStartedSyncers(clock: FakeClock) {
+    const a = instrumentedSyncer(t.db(), clock, "replica-a");
+    const b = instrumentedSyncer(await t.open(), clock, "replica-b");
+    a.syncer.start();
+    b.syncer.start();
+    await Promise.all([a.polled(1), b.polled(1)]);
+    return {
+      /** Waits for both to finish look `n`, then for every job either started: their reports. */
+      async reportsAfterPoll(n: number) {
+        await Promise.all([a.polled(n), b.polled(n)]);
+        await settle();
+        return Promise.all([...a.jobs, ...b.jobs]);
+      },
+      stop: () => Promise.all([a.syncer.stop(), b.syncer.stop()]),
+    };
+  }
+
+  it("primes a remote added while it runs at its next one-second poll", async () => {
+    const clock = new FakeClock();
+    const s = await startedSyncer(clock);
     // As `add-remote` does from another process: a row, nothing else.
-    const other = await t.open();
-    const { owner, repo, name } = await newRemote(other, gh);
-    gh.addRelease(owner, repo, { tag: "v1", assets: [{ name: "a.rpm", content: archer }] });
+    const { name } = await remoteWithOneRelease(await t.open());
     expect(await latestSnapshot(t.db(), name)).toBeUndefined();
 
     await clock.advance(1000);
@@ -100,15 +139,10 @@ describe.each(DIALECTS)("the syncer on %s", (dialect) => {
 
   it("answers a `reposync sync` request mark with a prime and clears it", async () => {
     const clock = new FakeClock();
-    const { owner, repo, name } = await newRemote(t.db(), gh);
-    gh.addRelease(owner, repo, { tag: "v1", assets: [{ name: "a.rpm", content: archer }] });
-    await runSync(syncDeps(t.db(), gh, { clock }), name, { prime: true });
-    const listPath = `/api/v3/repos/${owner}/${repo}/releases`;
+    const { name, listPath } = await primedRemote(clock);
     const listed = gh.apiRequests(listPath);
 
-    const s = instrumentedSyncer(t.db(), clock, "replica-a");
-    s.syncer.start();
-    await s.polled(1);
+    const s = await startedSyncer(clock);
     // Synced a moment ago and not due: the first look found nothing to do.
     expect(s.jobs).toHaveLength(0);
 
@@ -123,56 +157,38 @@ describe.each(DIALECTS)("the syncer on %s", (dialect) => {
 
   it("syncs a new remote once when two processes poll for it, whichever wins the lease", async () => {
     const clock = new FakeClock();
-    const a = instrumentedSyncer(t.db(), clock, "replica-a");
-    const b = instrumentedSyncer(await t.open(), clock, "replica-b");
-    a.syncer.start();
-    b.syncer.start();
-    await Promise.all([a.polled(1), b.polled(1)]);
-    const { owner, repo } = await newRemote(t.db(), gh);
-    gh.addRelease(owner, repo, { tag: "v1", assets: [{ name: "a.rpm", content: archer }] });
+    const syncers = await twoStartedSyncers(clock);
+    const { listPath } = await remoteWithOneRelease(t.db());
 
     await clock.advance(1000);
-    await Promise.all([a.polled(2), b.polled(2)]);
-    await settle();
-    const reports = await Promise.all([...a.jobs, ...b.jobs]);
+    const reports = await syncers.reportsAfterPoll(2);
     const ok = reports.filter((r) => r.status === "ok");
     expect(ok).toHaveLength(1);
     // The loser, if it got as far as a job, found the lease taken or the remote fresh.
     for (const r of reports.filter((x) => x.status !== "ok")) {
       expect(r).toMatchObject({ status: "skipped" });
     }
-    expect(gh.apiRequests(`/api/v3/repos/${owner}/${repo}/releases`)).toBe(1);
-    await Promise.all([a.syncer.stop(), b.syncer.stop()]);
+    expect(gh.apiRequests(listPath)).toBe(1);
+    await syncers.stop();
   });
 
   it("answers one request with one scan when two processes see it", async () => {
     const clock = new FakeClock();
-    const { owner, repo, name } = await newRemote(t.db(), gh);
-    gh.addRelease(owner, repo, { tag: "v1", assets: [{ name: "a.rpm", content: archer }] });
-    await runSync(syncDeps(t.db(), gh, { clock }), name, { prime: true });
-    const listPath = `/api/v3/repos/${owner}/${repo}/releases`;
+    const { name, listPath } = await primedRemote(clock);
     const listed = gh.apiRequests(listPath);
-    const a = instrumentedSyncer(t.db(), clock, "replica-a");
-    const b = instrumentedSyncer(await t.open(), clock, "replica-b");
-    a.syncer.start();
-    b.syncer.start();
-    await Promise.all([a.polled(1), b.polled(1)]);
+    const syncers = await twoStartedSyncers(clock);
 
     await requestSync(t.db(), [name]);
     await clock.advance(1000);
-    await Promise.all([a.polled(2), b.polled(2)]);
-    await settle();
-    const reports = await Promise.all([...a.jobs, ...b.jobs]);
+    const reports = await syncers.reportsAfterPoll(2);
     expect(reports.filter((r) => r.status === "ok")).toHaveLength(1);
     expect(gh.apiRequests(listPath)).toBe(listed + 1);
-    await Promise.all([a.syncer.stop(), b.syncer.stop()]);
+    await syncers.stop();
   });
 
   it("puts a request back when the lease is busy, and answers it once the lease is free", async () => {
     const clock = new FakeClock();
-    const { owner, repo, name } = await newRemote(t.db(), gh);
-    gh.addRelease(owner, repo, { tag: "v1", assets: [{ name: "a.rpm", content: archer }] });
-    await runSync(syncDeps(t.db(), gh, { clock }), name, { prime: true });
+    const { name } = await primedRemote(clock);
     await claimSyncLease(t.db(), { remote: name, owner: "replica-b", prime: true });
     await requestSync(t.db(), [name]);
     const [work] = await findSyncWork(t.db(), { includeDue: false });
