@@ -1,24 +1,15 @@
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import * as path from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
 import type { ServeProcess } from "../server/cli-process.js";
-import { FakeGitHub } from "../support/fake-github.js";
-import { createTestSchema } from "../support/postgres.js";
 import {
   cli,
   getBytes,
   metricSum,
   metricValue,
-  primaryPackages,
   query,
-  replicaEnv,
-  repomdEntries,
+  ReplicaCluster,
   rpmAssets,
-  servedRepomd,
+  servedPackages,
   sha256,
-  startReplicas,
-  stopReplicas,
 } from "./replicas-harness.js";
 
 /** The shape of the seed's run: replicas, packages, one client per replica, requests in flight. */
@@ -83,24 +74,19 @@ export async function runDownloads(options: DownloadRunOptions): Promise<Downloa
   const concurrency = options.concurrency ?? 6;
   const lockstep = options.lockstep ?? true;
 
-  const gh = await FakeGitHub.start();
-  const schema = await createTestSchema();
-  const work = await mkdtemp(path.join(tmpdir(), "reposync-replicas-"));
-  let replicas: ServeProcess[] = [];
+  const cluster = await ReplicaCluster.start("reposync-replicas-");
+  const { gh, schema } = cluster;
   let stopLockstep = () => {};
   try {
     const assets = rpmAssets("rs", packageCount, options.packageBytes);
     gh.addRepo({ owner: "acme", repo: "pkgs" });
     const { assetIds } = gh.addRelease("acme", "pkgs", { tag: "v1", assets });
-    const env = replicaEnv(gh, schema, { REPOSYNC_FETCH_LEASES: options.leases ? "on" : "off" });
+    const env = cluster.env({ REPOSYNC_FETCH_LEASES: options.leases ? "on" : "off" });
     await cli(["add-remote", "pkgs", "acme/pkgs"], env);
-    replicas = await startReplicas(replicaCount, path.join(work, "data"), env);
+    const replicas = await cluster.startReplicas(replicaCount, env);
 
     // The first sync, then the package list every client works through.
-    const repomd = (await servedRepomd(replicas[0]!.url, "pkgs")).toString("utf8");
-    const primary = repomdEntries(repomd).find((e) => e.type === "primary");
-    const primaryGz = await getBytes(`${replicas[0]!.url}/pkgs/${primary?.href}`);
-    const packages = primaryPackages(primaryGz.body);
+    const packages = await servedPackages(replicas[0]!.url, "pkgs");
     if (packages.length !== packageCount) {
       throw new Error(`primary.xml lists ${packages.length} packages, not ${packageCount}`);
     }
@@ -176,9 +162,6 @@ export async function runDownloads(options: DownloadRunOptions): Promise<Downloa
     };
   } finally {
     stopLockstep();
-    await stopReplicas(replicas);
-    await gh.close();
-    await schema.drop();
-    await rm(work, { recursive: true, force: true });
+    await cluster.stop();
   }
 }

@@ -1,12 +1,15 @@
 import { createHash } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import * as path from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
 import { gunzipSync } from "node:zlib";
 import pg from "pg";
 import { type Element, xml2js } from "xml-js";
 import { basicMain, buildRpm } from "../rpm/header-builder.js";
 import { reposync, type ServeProcess, startServe } from "../server/cli-process.js";
-import type { FakeAssetInput, FakeGitHub } from "../support/fake-github.js";
-import { POSTGRES_URL, type TestSchema } from "../support/postgres.js";
+import { type FakeAssetInput, FakeGitHub } from "../support/fake-github.js";
+import { createTestSchema, POSTGRES_URL, type TestSchema } from "../support/postgres.js";
 
 /**
  * Several `reposync serve` processes on one Postgres schema and one data dir (one package
@@ -33,57 +36,87 @@ export function rpmAssets(prefix: string, count: number, payloadBytes = 8192): F
   });
 }
 
-/** The environment every replica and CLI call of one test runs with. */
-export function replicaEnv(
-  gh: FakeGitHub,
-  schema: TestSchema,
-  extra: Record<string, string> = {},
-): Record<string, string> {
-  return {
-    REPOSYNC_DATABASE: schema.url,
-    GITHUB_API_URL: gh.apiUrl,
-    GITHUB_TOKEN: "",
-    GITHUB_SYNC_RATE: "1000",
-    GITHUB_SYNC_BURST: "1000",
-    STATE_DIRECTORY: "",
-    REPOSYNC_ADMIN_TOKEN: "",
-    REPOSYNC_LOG_LEVEL: "warn",
-    ...extra,
-  };
+/**
+ * One test's world: a fake GitHub, a Postgres schema of its own, a data dir of its own (the
+ * shared package folder), and the replicas started on them; `stop()` removes all of it.
+ */
+export class ReplicaCluster {
+  readonly replicas: ServeProcess[] = [];
+
+  private constructor(
+    readonly gh: FakeGitHub,
+    readonly schema: TestSchema,
+    readonly dataDir: string,
+  ) {}
+
+  /** Starts the fake GitHub and makes the schema and a data dir named `<tmpPrefix>XXXXXX`. */
+  static async start(tmpPrefix: string): Promise<ReplicaCluster> {
+    const gh = await FakeGitHub.start();
+    let schema: TestSchema | undefined;
+    try {
+      schema = await createTestSchema();
+      const dataDir = await mkdtemp(path.join(tmpdir(), tmpPrefix));
+      return new ReplicaCluster(gh, schema, dataDir);
+    } catch (err) {
+      await schema?.drop();
+      await gh.close();
+      throw err;
+    }
+  }
+
+  /** The environment every replica and CLI call of one test runs with. */
+  env(extra: Record<string, string> = {}): Record<string, string> {
+    return {
+      REPOSYNC_DATABASE: this.schema.url,
+      GITHUB_API_URL: this.gh.apiUrl,
+      GITHUB_TOKEN: "",
+      GITHUB_SYNC_RATE: "1000",
+      GITHUB_SYNC_BURST: "1000",
+      STATE_DIRECTORY: "",
+      REPOSYNC_ADMIN_TOKEN: "",
+      REPOSYNC_LOG_LEVEL: "warn",
+      ...extra,
+    };
+  }
+
+  /**
+   * Starts `count` more replicas sharing the data dir, each on its own loopback port; adds them
+   * to `replicas` as they start (so `stop()` stops them however this ends) and returns them.
+   */
+  async startReplicas(count: number, env: Record<string, string>): Promise<ServeProcess[]> {
+    const started: ServeProcess[] = [];
+    for (let i = 0; i < count; i++) {
+      const replica = await startServe(
+        ["--data-dir", this.dataDir, "--listen", "127.0.0.1:0"],
+        env,
+      );
+      this.replicas.push(replica);
+      started.push(replica);
+    }
+    return started;
+  }
+
+  /**
+   * Stops every replica still running (SIGKILL: the tests' cleanup, not a behaviour tested),
+   * closes the fake GitHub, drops the schema and removes the data dir.
+   */
+  async stop(): Promise<void> {
+    await Promise.all(
+      this.replicas.map((r) =>
+        r.child.exitCode === null && r.child.signalCode === null
+          ? r.stop("SIGKILL")
+          : Promise.resolve(null),
+      ),
+    );
+    await this.gh.close();
+    await this.schema.drop();
+    await rm(this.dataDir, { recursive: true, force: true });
+  }
 }
 
 /** Runs `reposync ARGS` (the built CLI) against the replicas' database. */
 export function cli(args: string[], env: Record<string, string>): Promise<{ stdout: string }> {
   return reposync(args, env);
-}
-
-/** Starts `count` replicas sharing `dataDir`, each on its own loopback port. */
-export async function startReplicas(
-  count: number,
-  dataDir: string,
-  env: Record<string, string>,
-): Promise<ServeProcess[]> {
-  const started: ServeProcess[] = [];
-  try {
-    for (let i = 0; i < count; i++) {
-      started.push(await startServe(["--data-dir", dataDir, "--listen", "127.0.0.1:0"], env));
-    }
-  } catch (err) {
-    await stopReplicas(started);
-    throw err;
-  }
-  return started;
-}
-
-/** Stops every replica still running (SIGKILL: the tests' cleanup, not a behaviour tested). */
-export async function stopReplicas(replicas: readonly ServeProcess[]): Promise<void> {
-  await Promise.all(
-    replicas.map((r) =>
-      r.child.exitCode === null && r.child.signalCode === null
-        ? r.stop("SIGKILL")
-        : Promise.resolve(null),
-    ),
-  );
 }
 
 /**
@@ -202,4 +235,12 @@ export function servedRepomd(base: string, remote: string, timeoutMs = 30_000): 
     timeoutMs,
     100,
   );
+}
+
+/** The packages `<replica>/<remote>` serves: those of the primary.xml its repomd.xml names. */
+export async function servedPackages(base: string, remote: string): Promise<PrimaryPackage[]> {
+  const repomd = (await servedRepomd(base, remote)).toString("utf8");
+  const primary = repomdEntries(repomd).find((e) => e.type === "primary");
+  const primaryGz = await getBytes(`${base}/${remote}/${primary?.href}`);
+  return primaryPackages(primaryGz.body);
 }

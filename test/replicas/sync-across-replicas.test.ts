@@ -1,11 +1,9 @@
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import * as path from "node:path";
 import { gunzipSync } from "node:zlib";
-import { afterEach, beforeAll, describe, expect, it } from "vitest";
-import { ensureBuilt, type ServeProcess } from "../server/cli-process.js";
-import { FakeGitHub } from "../support/fake-github.js";
-import { createTestSchema, havePostgres, type TestSchema } from "../support/postgres.js";
+import { describe, expect, it } from "vitest";
+import type { ServeProcess } from "../server/cli-process.js";
+import type { FakeGitHub } from "../support/fake-github.js";
+import { havePostgres } from "../support/postgres.js";
+import { clusterPerTest } from "./cluster-per-test.js";
 import {
   cli,
   getBytes,
@@ -13,24 +11,13 @@ import {
   pollUntil,
   primaryPackages,
   query,
-  replicaEnv,
   repomdEntries,
   rpmAssets,
   servedRepomd,
   sha256,
-  startReplicas,
-  stopReplicas,
 } from "./replicas-harness.js";
 
 const PG = await havePostgres();
-
-/** One test's world: a fake GitHub, a schema, a data dir, and the replicas started on them. */
-interface Cluster {
-  readonly gh: FakeGitHub;
-  readonly schema: TestSchema;
-  readonly dataDir: string;
-  readonly replicas: ServeProcess[];
-}
 
 /** Listing requests (first pages, 304s included) the fake saw for acme/<repo>, with times. */
 function listings(gh: FakeGitHub, repo: string): number[] {
@@ -75,38 +62,15 @@ async function expectServedEverywhere(
 }
 
 describe.skipIf(!PG)("the syncer across three replicas", () => {
-  let cluster: Cluster | undefined;
-
-  beforeAll(() => {
-    ensureBuilt();
-  }, 120_000);
-
-  afterEach(async () => {
-    if (!cluster) return;
-    await stopReplicas(cluster.replicas);
-    await cluster.gh.close();
-    await cluster.schema.drop();
-    await rm(cluster.dataDir, { recursive: true, force: true });
-    cluster = undefined;
-  });
-
-  async function newCluster(): Promise<Cluster> {
-    cluster = {
-      gh: await FakeGitHub.start(),
-      schema: await createTestSchema(),
-      dataDir: await mkdtemp(path.join(tmpdir(), "reposync-replicas-sync-")),
-      replicas: [],
-    };
-    return cluster;
-  }
+  const newCluster = clusterPerTest("reposync-replicas-sync-");
 
   it("scans a remote once for add-remote and a cold request on another replica, once for `reposync sync`, and every replica serves every file either repomd.xml names", async () => {
     const c = await newCluster();
-    const env = replicaEnv(c.gh, c.schema);
+    const env = c.env();
     c.gh.addRepo({ owner: "acme", repo: "one" });
     const assets = rpmAssets("one", 3);
     const first = c.gh.addRelease("acme", "one", { tag: "v1", assets });
-    c.replicas.push(...(await startReplicas(2, c.dataDir, env)));
+    await c.startReplicas(2, env);
 
     // Hold the scan's header reads, so the scan stays in flight under its lease.
     const firstIds = new Set(first.assetIds);
@@ -117,9 +81,8 @@ describe.skipIf(!PG)("the syncer across three replicas", () => {
     );
     // The third replica starts now, so that nothing but the cold request below makes it try a
     // sync of the remote: its scheduler passes over a remote whose lease is held.
-    const [other] = await startReplicas(1, c.dataDir, env);
+    const [other] = await c.startReplicas(1, env);
     if (!other) throw new Error("the third replica did not start");
-    c.replicas.push(other);
 
     // A cold request on it asks it for a prime, which finds the lease held.
     const before = await skipped(other);
@@ -171,14 +134,14 @@ describe.skipIf(!PG)("the syncer across three replicas", () => {
 
   it("lists each of five remotes once per interval in total, whichever replica's scheduler ticks", async () => {
     const c = await newCluster();
-    const env = replicaEnv(c.gh, c.schema, { GITHUB_SYNC_POLL_INTERVAL: "1s" });
+    const env = c.env({ GITHUB_SYNC_POLL_INTERVAL: "1s" });
     const names = ["r1", "r2", "r3", "r4", "r5"];
     for (const name of names) {
       c.gh.addRepo({ owner: "acme", repo: name });
       c.gh.addRelease("acme", name, { tag: "v1", assets: rpmAssets(name, 1) });
       await cli(["add-remote", name, `acme/${name}`, "--interval", "10s"], env);
     }
-    c.replicas.push(...(await startReplicas(3, c.dataDir, env)));
+    await c.startReplicas(3, env);
 
     // The first scan of each remote, then one per interval: three intervals after the first.
     await pollUntil(

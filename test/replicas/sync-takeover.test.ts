@@ -1,23 +1,7 @@
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import * as path from "node:path";
-import { afterEach, beforeAll, describe, expect, it } from "vitest";
-import { ensureBuilt, type ServeProcess } from "../server/cli-process.js";
-import { FakeGitHub } from "../support/fake-github.js";
-import { createTestSchema, havePostgres, type TestSchema } from "../support/postgres.js";
-import {
-  cli,
-  getBytes,
-  pollUntil,
-  primaryPackages,
-  query,
-  replicaEnv,
-  repomdEntries,
-  rpmAssets,
-  servedRepomd,
-  startReplicas,
-  stopReplicas,
-} from "./replicas-harness.js";
+import { describe, expect, it } from "vitest";
+import { havePostgres } from "../support/postgres.js";
+import { clusterPerTest } from "./cluster-per-test.js";
+import { cli, pollUntil, query, rpmAssets, servedPackages } from "./replicas-harness.js";
 
 const PG = await havePostgres();
 const ASSETS = 10;
@@ -33,34 +17,18 @@ interface StateRow {
 }
 
 describe.skipIf(!PG)("a replica killed mid-scan", () => {
-  let gh: FakeGitHub | undefined;
-  let schema: TestSchema | undefined;
-  let dataDir: string | undefined;
-  let replicas: ServeProcess[] = [];
-
-  beforeAll(() => {
-    ensureBuilt();
-  }, 120_000);
-
-  afterEach(async () => {
-    await stopReplicas(replicas);
-    replicas = [];
-    await gh?.close();
-    await schema?.drop();
-    if (dataDir) await rm(dataDir, { recursive: true, force: true });
-  });
+  const newCluster = clusterPerTest("reposync-replicas-kill-");
 
   it("has its sync taken over by another replica once its lease expires, with every package stored once", async () => {
-    gh = await FakeGitHub.start();
-    schema = await createTestSchema();
-    dataDir = await mkdtemp(path.join(tmpdir(), "reposync-replicas-kill-"));
-    const env = replicaEnv(gh, schema, { REPOSYNC_SYNC_LEASE: LEASE });
+    const cluster = await newCluster();
+    const { gh, schema } = cluster;
+    const env = cluster.env({ REPOSYNC_SYNC_LEASE: LEASE });
     gh.addRepo({ owner: "acme", repo: "big" });
     const { assetIds } = gh.addRelease("acme", "big", {
       tag: "v1",
       assets: rpmAssets("big", ASSETS),
     });
-    replicas = await startReplicas(3, dataDir, env);
+    const replicas = await cluster.startReplicas(3, env);
 
     // The first scan stalls on the header of the sixth asset, five headers in: mid-scan.
     const stallOn = assetIds[5];
@@ -71,12 +39,12 @@ describe.skipIf(!PG)("a replica killed mid-scan", () => {
       return true;
     };
     await cli(["add-remote", "big", "acme/big"], env);
-    await pollUntil("the scan to stall mid-way", () => (gh?.heldCdn.length ? true : undefined));
+    await pollUntil("the scan to stall mid-way", () => (gh.heldCdn.length ? true : undefined));
 
     const state = async () =>
       (
         await query<StateRow>(
-          schema!,
+          schema,
           `select sync_lease_owner, sync_lease_expires, last_synced_at, last_result
            from github_rpm_sync_state where remote_name = 'big'`,
         )
@@ -129,10 +97,7 @@ describe.skipIf(!PG)("a replica killed mid-scan", () => {
     // Both survivors serve the snapshot of all ten packages.
     const survivors = replicas.filter((r) => r !== holder);
     for (const r of survivors) {
-      const repomd = (await servedRepomd(r.url, "big")).toString("utf8");
-      const primary = repomdEntries(repomd).find((e) => e.type === "primary");
-      const gz = await getBytes(`${r.url}/big/${primary?.href}`);
-      expect(primaryPackages(gz.body)).toHaveLength(ASSETS);
+      expect(await servedPackages(r.url, "big")).toHaveLength(ASSETS);
     }
   }, 90_000);
 });
