@@ -10,7 +10,7 @@ import { loadConfig } from "../../src/config/load-config.js";
 import { Daemon } from "../../src/daemon.js";
 import { migrate } from "../../src/store/migrate.js";
 import { openDatabase } from "../../src/store/open-database.js";
-import { sql } from "../../src/store/port.js";
+import { type Queryable, sql } from "../../src/store/port.js";
 import { addRemote } from "../../src/store/remotes.js";
 import { Countdown } from "../packages/deferred.js";
 import { HeldUpstream } from "../packages/held-upstream.js";
@@ -72,6 +72,20 @@ describe("the daemon", () => {
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
+  /** Points the stored download of asset `assetId` at an upstream that holds it until released. */
+  async function heldDownload(db: Queryable, assetId: number, content: Buffer) {
+    const upstream = await HeldUpstream.start(content);
+    upstreams.push(upstream);
+    await db.exec(
+      sql(
+        "update release_assets set download_url = $1, api_url = null where asset_id = $2",
+        upstream.url,
+        assetId,
+      ),
+    );
+    return upstream;
+  }
+
   async function newDaemon(
     extra: { coldWait?: string; database?: string; shareDir?: boolean; drainMs?: number } = {},
   ) {
@@ -129,15 +143,7 @@ describe("the daemon", () => {
     expect((await fetch(`${url}/daemon1/repodata/repomd.xml`)).status).toBe(200);
 
     // A download held open upstream, and a remote whose listing never answers (a cold wait).
-    const upstream = await HeldUpstream.start(content);
-    upstreams.push(upstream);
-    await db.exec(
-      sql(
-        "update release_assets set download_url = $1, api_url = null where asset_id = $2",
-        upstream.url,
-        release.assetIds[0] ?? 0,
-      ),
-    );
+    const upstream = await heldDownload(db, release.assetIds[0] ?? 0, content);
     gh.fault({ target: "api", path: /\/repos\/acme\/never\/releases$/, status: 0, hang: true });
     await addRemote(db, plainRemote("never"));
     await db.close();
@@ -248,15 +254,7 @@ describe("the daemon", () => {
           await addRemote(db, plainRemote("replicas", "acme/replicas"));
           const [urlA, urlB] = await Promise.all([a.daemon.start(), b.daemon.start()]);
           expect((await fetch(`${urlA}/replicas/repodata/repomd.xml`)).status).toBe(200);
-          const upstream = await HeldUpstream.start(content);
-          upstreams.push(upstream);
-          await db.exec(
-            sql(
-              "update release_assets set download_url = $1, api_url = null where asset_id = $2",
-              upstream.url,
-              release.assetIds[0] ?? 0,
-            ),
-          );
+          const upstream = await heldDownload(db, release.assetIds[0] ?? 0, content);
           const pkg = `/replicas/packages/${release.assetIds[0]}/${NAME}`;
           const answers = [urlA, urlB, urlA, urlB].map((u) =>
             fetch(`${u}${pkg}`).then(async (r) => ({

@@ -229,7 +229,8 @@ describe("a cold remote (no snapshot yet)", () => {
     ).toMatch(/outcome="served"} 3/);
   });
 
-  it("answers 503 with Retry-After once the wait is over, to every request, when no snapshot landed", async () => {
+  /** A cold remote and two requests for its repomd.xml, both waiting on a clock that stands still. */
+  async function twoColdWaits() {
     const { name } = await newRemote(t.db(), gh);
     const clock = new FakeClock(Date.now());
     const server = await testServer(t.db(), gh, { clock, coldWaitMs: 10_000 });
@@ -237,6 +238,11 @@ describe("a cold remote (no snapshot yet)", () => {
     const requests = [1, 2].map(() => server.app.inject(`/${name}/repodata/repomd.xml`));
     for (let i = 0; i < 1000 && clock.pending < 2; i++) await settle();
     expect(clock.pending).toBe(2);
+    return { name, clock, server, requests };
+  }
+
+  it("answers 503 with Retry-After once the wait is over, to every request, when no snapshot landed", async () => {
+    const { name, clock, server, requests } = await twoColdWaits();
     await clock.advance(10_000);
     for (const res of await Promise.all(requests)) {
       expect(res.statusCode).toBe(503);
@@ -246,13 +252,7 @@ describe("a cold remote (no snapshot yet)", () => {
   });
 
   it("answers 503 at once, naming the reason, when the first sync fails during the wait", async () => {
-    const { name } = await newRemote(t.db(), gh);
-    const clock = new FakeClock(Date.now());
-    const server = await testServer(t.db(), gh, { clock, coldWaitMs: 10_000 });
-    servers.push(server);
-    const requests = [1, 2].map(() => server.app.inject(`/${name}/repodata/repomd.xml`));
-    for (let i = 0; i < 1000 && clock.pending < 2; i++) await settle();
-    expect(clock.pending).toBe(2);
+    const { name, server, requests } = await twoColdWaits();
     // The clock never moves: only the failure can end these waits.
     server.synced(name, "listing releases: 404 Not Found");
     for (const res of await Promise.all(requests)) {
